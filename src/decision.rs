@@ -1,0 +1,664 @@
+//! The retry decision: the source article's `planRetry`, check for check.
+//!
+//! A client that saw an attempt fail asks two questions, in this order: *may* it repeat the
+//! operation at all (is it repeatable, is the signal transient, is there budget left), and only
+//! then *when*. [`plan_retry`] answers both with the article's reference procedure
+//! (`RETRY-SEMANTICS.md`): the same inputs, the same order of checks, the same reason names.
+//! The first check that fires decides:
+//!
+//! | order | condition | outcome |
+//! |---|---|---|
+//! | 1 | not repeatable: no idempotent method, no idempotency key, no status endpoint | `unknown-result` |
+//! | 2 | not transient: no transport error, status not 429 or 503 | `not-transient` |
+//! | 3 | attempt not a non-negative integer, or max attempts not an integer >= 1 | `invalid-attempt` |
+//! | 4 | attempt >= max attempts | `max-attempts` |
+//! | 5 | now, deadline, base, cap or random not finite; base < 0; cap < base | `invalid-delay` |
+//! | 6 | Retry-After present and not finite or negative | `invalid-retry-after` |
+//! | 7 | now >= deadline | `deadline-exhausted` |
+//! | 8 | backoff, jitter and Retry-After give the delay | |
+//! | 9 | now + delay >= deadline | `deadline-exhausted` |
+//! | 10 | otherwise | retry after the delay |
+//!
+//! With [`Jitter::Full`] and [`RetryAfterMode::Honor`] ([`plan_retry_article`]) step 8 is the
+//! article's. Other strategies change step 8 only; [`RetryAfterMode::Ignore`] also skips step 6,
+//! since a client that never reads Retry-After cannot be stopped by a bad one.
+//!
+//! Numbers are `f64` because the article's procedure was written for JavaScript numbers: times
+//! and the random unit may be fractional, and non-finite or non-integer input is rejected with
+//! the reason the procedure gives, never a panic. The function is pure: the random units are
+//! inputs, never drawn here.
+//!
+//! `attempt` is the 0-based index of the attempt that just failed, so with `max_attempts = 3`
+//! retries are allowed after attempts 0, 1 and 2: up to four sends in all. That is the article's
+//! arithmetic, kept literally.
+
+use std::fmt;
+
+use crate::backoff::{Jitter, JitterInput, JitterStrategy, exponential_backoff_ms};
+use crate::retry_after::RetryAfterMode;
+
+/// Methods that RFC 9110 §9.2.2 defines as idempotent. Compared case-sensitively, as method
+/// names are (RFC 9110 §9.1) and as the article's `includes` does.
+pub const IDEMPOTENT_METHODS: [&str; 6] = ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"];
+
+/// Default base delay, the article's.
+pub const DEFAULT_BASE_MS: f64 = 100.0;
+/// Default cap of the exponential backoff, the article's.
+pub const DEFAULT_CAP_MS: f64 = 2000.0;
+/// Default retry budget, the article's.
+pub const DEFAULT_MAX_ATTEMPTS: f64 = 3.0;
+/// Default random unit, the article's (the middle of the jitter range).
+pub const DEFAULT_RANDOM: f64 = 0.5;
+
+/// Whether RFC 9110 defines `method` as idempotent (the article's `idempotentMethod`).
+pub fn is_idempotent_method(method: &str) -> bool {
+    IDEMPOTENT_METHODS.contains(&method)
+}
+
+/// What the client knows when an attempt has failed. Field names follow the article's.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryInput {
+    /// The operation's HTTP method is idempotent, see [`is_idempotent_method`].
+    pub idempotent_method: bool,
+    /// HTTP status of the failed attempt, if a response arrived.
+    pub status: Option<f64>,
+    /// The attempt failed without a response: timeout, reset, refused connection.
+    pub transport_error: bool,
+    /// 0-based index of the attempt that failed.
+    pub attempt: f64,
+    /// Current time in milliseconds.
+    pub now_ms: f64,
+    /// The operation's deadline in milliseconds, on the same clock as `now_ms`.
+    pub deadline_ms: f64,
+    /// Base delay in milliseconds (article default 100).
+    pub base_ms: f64,
+    /// Cap of the exponential backoff in milliseconds (article default 2000).
+    pub cap_ms: f64,
+    /// How many retries are allowed (article default 3), compared with `attempt`.
+    pub max_attempts: f64,
+    /// Random unit for the jitter; clamped to `[0, 1]` (article default 0.5).
+    pub random: f64,
+    /// Retry-After of the failed attempt in milliseconds, if it carried one.
+    pub retry_after_ms: Option<f64>,
+    /// The operation carries an idempotency key that the server honours.
+    pub idempotency_key: bool,
+    /// The client can ask a status endpoint what happened to the operation.
+    pub status_endpoint: bool,
+    /// The delay chosen before the previous retry, for strategies that grow from it
+    /// (decorrelated jitter); `None` before the first retry.
+    pub previous_delay_ms: Option<f64>,
+    /// A second random unit, for [`RetryAfterMode::HonorJittered`]'s spread above Retry-After.
+    pub retry_after_random: f64,
+}
+
+impl RetryInput {
+    /// The article's defaults for everything but the four inputs it has no default for: base
+    /// 100 ms, cap 2000 ms, max attempts 3, random 0.5, no status, no transport error, no
+    /// Retry-After, no idempotency key, no status endpoint. `retry_after_random` defaults to 0.5
+    /// like `random`.
+    pub fn new(method: &str, attempt: f64, now_ms: f64, deadline_ms: f64) -> Self {
+        RetryInput {
+            idempotent_method: is_idempotent_method(method),
+            status: None,
+            transport_error: false,
+            attempt,
+            now_ms,
+            deadline_ms,
+            base_ms: DEFAULT_BASE_MS,
+            cap_ms: DEFAULT_CAP_MS,
+            max_attempts: DEFAULT_MAX_ATTEMPTS,
+            random: DEFAULT_RANDOM,
+            retry_after_ms: None,
+            idempotency_key: false,
+            status_endpoint: false,
+            previous_delay_ms: None,
+            retry_after_random: DEFAULT_RANDOM,
+        }
+    }
+
+    /// Check 1: the operation may be repeated at all.
+    pub fn is_repeatable(&self) -> bool {
+        self.idempotent_method || self.idempotency_key || self.status_endpoint
+    }
+
+    /// Check 2: the failure is of a kind that a repeat can outlive.
+    pub fn is_transient(&self) -> bool {
+        self.transport_error
+            || matches!(self.status, Some(status) if status == 429.0 || status == 503.0)
+    }
+}
+
+/// Why the procedure said not to retry. The names are the article's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum StopReason {
+    /// The operation is not repeatable; after a failure its outcome is unknown.
+    UnknownResult,
+    /// The signal says repeating the same input cannot help (400, 401, 403, ...).
+    NotTransient,
+    /// `attempt` or `max_attempts` is not a valid count.
+    InvalidAttempt,
+    /// The retry budget is spent.
+    MaxAttempts,
+    /// A time, the base, the cap or the random unit is not usable.
+    InvalidDelay,
+    /// Retry-After is not finite or negative.
+    InvalidRetryAfter,
+    /// No time is left, or the next attempt would start at or after the deadline.
+    DeadlineExhausted,
+}
+
+impl StopReason {
+    /// Every reason, in the order of the checks.
+    pub const ALL: [StopReason; 7] = [
+        StopReason::UnknownResult,
+        StopReason::NotTransient,
+        StopReason::InvalidAttempt,
+        StopReason::MaxAttempts,
+        StopReason::InvalidDelay,
+        StopReason::InvalidRetryAfter,
+        StopReason::DeadlineExhausted,
+    ];
+
+    /// The article's name for the reason.
+    pub fn name(self) -> &'static str {
+        match self {
+            StopReason::UnknownResult => "unknown-result",
+            StopReason::NotTransient => "not-transient",
+            StopReason::InvalidAttempt => "invalid-attempt",
+            StopReason::MaxAttempts => "max-attempts",
+            StopReason::InvalidDelay => "invalid-delay",
+            StopReason::InvalidRetryAfter => "invalid-retry-after",
+            StopReason::DeadlineExhausted => "deadline-exhausted",
+        }
+    }
+}
+
+impl fmt::Display for StopReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The outcome of [`plan_retry`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decision {
+    /// Send the next attempt after `delay_ms`; `backoff_ms` is the exponential backoff the delay
+    /// was drawn under, `min(cap, base * 2^attempt)`, reported for every strategy.
+    Retry { delay_ms: f64, backoff_ms: f64 },
+    /// Do not send another attempt.
+    Stop(StopReason),
+}
+
+/// The article's procedure exactly: full jitter, Retry-After honoured as a minimum.
+pub fn plan_retry_article(input: &RetryInput) -> Decision {
+    plan_retry(input, &Jitter::Full, RetryAfterMode::Honor)
+}
+
+/// The article's procedure with a chosen jitter strategy and Retry-After mode (see the module
+/// documentation for the order of checks).
+pub fn plan_retry(
+    input: &RetryInput,
+    jitter: &dyn JitterStrategy,
+    retry_after_mode: RetryAfterMode,
+) -> Decision {
+    use StopReason::*;
+
+    if !input.is_repeatable() {
+        return Decision::Stop(UnknownResult);
+    }
+    if !input.is_transient() {
+        return Decision::Stop(NotTransient);
+    }
+    if !is_integer(input.attempt)
+        || input.attempt < 0.0
+        || !is_integer(input.max_attempts)
+        || input.max_attempts < 1.0
+    {
+        return Decision::Stop(InvalidAttempt);
+    }
+    if input.attempt >= input.max_attempts {
+        return Decision::Stop(MaxAttempts);
+    }
+    let times = [
+        input.now_ms,
+        input.deadline_ms,
+        input.base_ms,
+        input.cap_ms,
+        input.random,
+    ];
+    if !times.iter().all(|value| value.is_finite())
+        || input.base_ms < 0.0
+        || input.cap_ms < input.base_ms
+    {
+        return Decision::Stop(InvalidDelay);
+    }
+    let retry_after_ms = input
+        .retry_after_ms
+        .filter(|_| retry_after_mode.reads_header());
+    if retry_after_ms.is_some_and(|value| !value.is_finite() || value < 0.0) {
+        return Decision::Stop(InvalidRetryAfter);
+    }
+    if input.now_ms >= input.deadline_ms {
+        return Decision::Stop(DeadlineExhausted);
+    }
+
+    let backoff_ms = exponential_backoff_ms(input.attempt, input.base_ms, input.cap_ms);
+    let jittered_ms = jitter.delay_ms(&JitterInput {
+        retry_index: input.attempt,
+        base_ms: input.base_ms,
+        cap_ms: input.cap_ms,
+        backoff_ms,
+        previous_delay_ms: input.previous_delay_ms,
+        unit: clamp_unit(input.random),
+    });
+    let delay_ms = retry_after_mode.apply(
+        jittered_ms,
+        retry_after_ms,
+        clamp_unit(input.retry_after_random),
+    );
+
+    if input.now_ms + delay_ms >= input.deadline_ms {
+        return Decision::Stop(DeadlineExhausted);
+    }
+    Decision::Retry {
+        delay_ms,
+        backoff_ms,
+    }
+}
+
+/// JavaScript's `Number.isInteger`: finite and without a fractional part.
+fn is_integer(value: f64) -> bool {
+    value.is_finite() && value.fract() == 0.0
+}
+
+/// `Math.min(1, Math.max(0, u))`. A non-finite unit never reaches here for `random` (check 5);
+/// for `retry_after_random` NaN is treated as 0 so that a bad second draw cannot poison a delay.
+fn clamp_unit(unit: f64) -> f64 {
+    if unit.is_nan() {
+        0.0
+    } else {
+        unit.clamp(0.0, 1.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The article's worked example: POST, 503, attempt 2, now 1000, deadline 3000, random 0.5,
+    /// idempotency key.
+    fn worked_example() -> RetryInput {
+        RetryInput {
+            status: Some(503.0),
+            idempotency_key: true,
+            ..RetryInput::new("POST", 2.0, 1000.0, 3000.0)
+        }
+    }
+
+    fn stop(reason: StopReason) -> Decision {
+        Decision::Stop(reason)
+    }
+
+    #[test]
+    fn the_articles_worked_example() {
+        assert_eq!(
+            plan_retry_article(&worked_example()),
+            Decision::Retry {
+                delay_ms: 200.0,
+                backoff_ms: 400.0
+            }
+        );
+    }
+
+    #[test]
+    fn unknown_result_for_an_unprotected_post() {
+        let input = RetryInput {
+            idempotency_key: false,
+            ..worked_example()
+        };
+        assert_eq!(plan_retry_article(&input), stop(StopReason::UnknownResult));
+        // A timed-out POST is no different: its write may have committed.
+        let timed_out = RetryInput {
+            status: None,
+            transport_error: true,
+            ..input
+        };
+        assert_eq!(
+            plan_retry_article(&timed_out),
+            stop(StopReason::UnknownResult)
+        );
+    }
+
+    #[test]
+    fn a_status_endpoint_or_an_idempotent_method_makes_it_repeatable() {
+        let with_endpoint = RetryInput {
+            idempotency_key: false,
+            status_endpoint: true,
+            ..worked_example()
+        };
+        assert!(matches!(
+            plan_retry_article(&with_endpoint),
+            Decision::Retry { .. }
+        ));
+        for method in IDEMPOTENT_METHODS {
+            let input = RetryInput {
+                status: Some(503.0),
+                ..RetryInput::new(method, 2.0, 1000.0, 3000.0)
+            };
+            assert!(matches!(plan_retry_article(&input), Decision::Retry { .. }));
+        }
+        // Method names are case-sensitive, as in the article.
+        let lowercase = RetryInput {
+            status: Some(503.0),
+            ..RetryInput::new("get", 2.0, 1000.0, 3000.0)
+        };
+        assert_eq!(
+            plan_retry_article(&lowercase),
+            stop(StopReason::UnknownResult)
+        );
+    }
+
+    #[test]
+    fn not_transient_for_client_errors_and_missing_signals() {
+        for status in [Some(400.0), Some(401.0), Some(403.0), Some(500.0), None] {
+            let input = RetryInput {
+                status,
+                ..worked_example()
+            };
+            assert_eq!(
+                plan_retry_article(&input),
+                stop(StopReason::NotTransient),
+                "{status:?}"
+            );
+        }
+        for (status, transport_error) in [(Some(429.0), false), (None, true), (Some(400.0), true)] {
+            let input = RetryInput {
+                status,
+                transport_error,
+                ..worked_example()
+            };
+            assert!(matches!(plan_retry_article(&input), Decision::Retry { .. }));
+        }
+    }
+
+    #[test]
+    fn invalid_attempt_for_non_integers_and_bad_budgets() {
+        let cases = [
+            (-1.0, 3.0),
+            (1.5, 3.0),
+            (f64::NAN, 3.0),
+            (f64::INFINITY, 3.0),
+            (0.0, 0.0),
+            (0.0, 2.5),
+            (0.0, f64::NAN),
+            (0.0, -1.0),
+        ];
+        for (attempt, max_attempts) in cases {
+            let input = RetryInput {
+                attempt,
+                max_attempts,
+                ..worked_example()
+            };
+            assert_eq!(
+                plan_retry_article(&input),
+                stop(StopReason::InvalidAttempt),
+                "attempt {attempt}, max {max_attempts}"
+            );
+        }
+    }
+
+    #[test]
+    fn max_attempts_when_the_index_reaches_the_budget() {
+        for attempt in [3.0, 4.0, 1e9] {
+            let input = RetryInput {
+                attempt,
+                ..worked_example()
+            };
+            assert_eq!(plan_retry_article(&input), stop(StopReason::MaxAttempts));
+        }
+    }
+
+    #[test]
+    fn invalid_delay_for_unusable_numbers() {
+        let base = worked_example();
+        let cases = [
+            RetryInput {
+                now_ms: f64::NAN,
+                ..base
+            },
+            RetryInput {
+                deadline_ms: f64::INFINITY,
+                ..base
+            },
+            RetryInput {
+                base_ms: -1.0,
+                ..base
+            },
+            RetryInput {
+                cap_ms: 50.0,
+                ..base
+            },
+            RetryInput {
+                cap_ms: f64::NEG_INFINITY,
+                ..base
+            },
+            RetryInput {
+                random: f64::NAN,
+                ..base
+            },
+        ];
+        for input in cases {
+            assert_eq!(
+                plan_retry_article(&input),
+                stop(StopReason::InvalidDelay),
+                "{input:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn invalid_retry_after_unless_ignored() {
+        for retry_after in [-1.0, f64::NAN, f64::INFINITY] {
+            let input = RetryInput {
+                retry_after_ms: Some(retry_after),
+                ..worked_example()
+            };
+            assert_eq!(
+                plan_retry_article(&input),
+                stop(StopReason::InvalidRetryAfter)
+            );
+            assert_eq!(
+                plan_retry(&input, &Jitter::Full, RetryAfterMode::Ignore),
+                Decision::Retry {
+                    delay_ms: 200.0,
+                    backoff_ms: 400.0
+                }
+            );
+        }
+    }
+
+    #[test]
+    fn deadline_exhausted_before_and_after_the_delay() {
+        let spent = RetryInput {
+            now_ms: 3000.0,
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&spent),
+            stop(StopReason::DeadlineExhausted)
+        );
+        // now + delay == deadline is too late: the attempt would start at the deadline.
+        let exactly = RetryInput {
+            now_ms: 2800.0,
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&exactly),
+            stop(StopReason::DeadlineExhausted)
+        );
+        let just_in_time = RetryInput {
+            now_ms: 2799.0,
+            ..worked_example()
+        };
+        assert!(matches!(
+            plan_retry_article(&just_in_time),
+            Decision::Retry { delay_ms, .. } if delay_ms == 200.0
+        ));
+        // A Retry-After longer than the time left ends the loop too.
+        let long_wait = RetryInput {
+            retry_after_ms: Some(2000.0),
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&long_wait),
+            stop(StopReason::DeadlineExhausted)
+        );
+    }
+
+    #[test]
+    fn checks_fire_in_the_articles_order() {
+        // Every check fails at once; each removal of the first failing cause exposes the next.
+        let mut input = RetryInput {
+            status: Some(400.0),
+            attempt: -1.0,
+            cap_ms: 1.0,
+            retry_after_ms: Some(-1.0),
+            now_ms: 5000.0,
+            ..RetryInput::new("POST", 0.0, 0.0, 3000.0)
+        };
+        let mut seen = vec![];
+        loop {
+            match plan_retry_article(&input) {
+                Decision::Stop(reason) => seen.push(reason),
+                Decision::Retry { .. } => panic!("no check left to fire"),
+            }
+            match seen.last().unwrap() {
+                StopReason::UnknownResult => input.idempotency_key = true,
+                StopReason::NotTransient => input.status = Some(503.0),
+                StopReason::InvalidAttempt => input.attempt = 5.0,
+                StopReason::MaxAttempts => input.attempt = 0.0,
+                StopReason::InvalidDelay => input.cap_ms = 2000.0,
+                StopReason::InvalidRetryAfter => input.retry_after_ms = Some(5000.0),
+                StopReason::DeadlineExhausted if input.now_ms >= input.deadline_ms => {
+                    input.now_ms = 0.0
+                }
+                StopReason::DeadlineExhausted => break,
+            }
+        }
+        use StopReason::*;
+        assert_eq!(
+            seen,
+            [
+                UnknownResult,
+                NotTransient,
+                InvalidAttempt,
+                MaxAttempts,
+                InvalidDelay,
+                InvalidRetryAfter,
+                DeadlineExhausted,
+                DeadlineExhausted
+            ]
+        );
+    }
+
+    #[test]
+    fn javascript_number_semantics() {
+        // Fractional times and units are fine; the jitter is floored, Retry-After is not.
+        let input = RetryInput {
+            now_ms: 1000.25,
+            random: 0.123,
+            retry_after_ms: Some(10.5),
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&input),
+            Decision::Retry {
+                delay_ms: 49.0,
+                backoff_ms: 400.0
+            }
+        );
+        let fractional_floor = RetryInput {
+            random: 0.0,
+            retry_after_ms: Some(10.5),
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&fractional_floor),
+            Decision::Retry {
+                delay_ms: 10.5,
+                backoff_ms: 400.0
+            }
+        );
+        // The random unit is clamped to [0, 1].
+        for (random, delay_ms) in [(-3.0, 0.0), (7.0, 400.0)] {
+            let input = RetryInput {
+                random,
+                ..worked_example()
+            };
+            assert_eq!(
+                plan_retry_article(&input),
+                Decision::Retry {
+                    delay_ms,
+                    backoff_ms: 400.0
+                }
+            );
+        }
+        // -0 is a non-negative integer in JavaScript.
+        let negative_zero = RetryInput {
+            attempt: -0.0,
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&negative_zero),
+            Decision::Retry {
+                delay_ms: 50.0,
+                backoff_ms: 100.0
+            }
+        );
+    }
+
+    #[test]
+    fn huge_budgets_neither_overflow_nor_produce_nan() {
+        let input = RetryInput {
+            attempt: 5000.0,
+            max_attempts: 1e300,
+            ..worked_example()
+        };
+        assert_eq!(
+            plan_retry_article(&input),
+            Decision::Retry {
+                delay_ms: 1000.0,
+                backoff_ms: 2000.0
+            }
+        );
+        // JavaScript would compute 0 * Infinity = NaN here and "retry" after NaN ms.
+        let zero_base = RetryInput {
+            base_ms: 0.0,
+            ..input
+        };
+        assert_eq!(
+            plan_retry_article(&zero_base),
+            Decision::Retry {
+                delay_ms: 0.0,
+                backoff_ms: 0.0
+            }
+        );
+    }
+
+    #[test]
+    fn reason_names_are_the_articles() {
+        let names: Vec<_> = StopReason::ALL.iter().map(|reason| reason.name()).collect();
+        assert_eq!(
+            names,
+            [
+                "unknown-result",
+                "not-transient",
+                "invalid-attempt",
+                "max-attempts",
+                "invalid-delay",
+                "invalid-retry-after",
+                "deadline-exhausted"
+            ]
+        );
+    }
+}
