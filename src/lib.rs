@@ -26,8 +26,15 @@
 //! ```
 
 pub mod backoff;
+pub mod capacity;
 pub mod decide;
 pub mod decision;
+pub mod distribution;
+pub mod event_queue;
 pub mod http_date;
+pub mod random;
 pub mod retry_after;
+pub mod scenario;
 mod suggest;
+pub mod time;
+pub mod values;

@@ -21,21 +21,32 @@ pub fn did_you_mean<'a>(
         .map(|(_, candidate)| candidate)
 }
 
-/// Levenshtein distance counted in characters, case-insensitively.
+/// Edit distance counted in characters, case-insensitively, where a swap of two neighbours
+/// (`crahs` for `crash`) is one edit (optimal string alignment distance).
 fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.to_lowercase().chars().collect();
     let b: Vec<char> = b.to_lowercase().chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    let mut current = vec![0; b.len() + 1];
-    for (i, &ca) in a.iter().enumerate() {
-        current[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let substitution = previous[j] + usize::from(ca != cb);
-            current[j + 1] = substitution.min(previous[j + 1] + 1).min(current[j] + 1);
-        }
-        std::mem::swap(&mut previous, &mut current);
+    // distance[i][j]: distance between a[..i] and b[..j].
+    let mut distance = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for (i, row) in distance.iter_mut().enumerate() {
+        row[0] = i;
     }
-    previous[b.len()]
+    for j in 0..=b.len() {
+        distance[0][j] = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let substitution = distance[i - 1][j - 1] + usize::from(a[i - 1] != b[j - 1]);
+            let mut best = substitution
+                .min(distance[i - 1][j] + 1)
+                .min(distance[i][j - 1] + 1);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(distance[i - 2][j - 2] + 1);
+            }
+            distance[i][j] = best;
+        }
+    }
+    distance[a.len()][b.len()]
 }
 
 #[cfg(test)]
@@ -47,6 +58,7 @@ mod tests {
         assert_eq!(edit_distance("", "abc"), 3);
         assert_eq!(edit_distance("kitten", "sitting"), 3);
         assert_eq!(edit_distance("Attempt", "attempt"), 0);
+        assert_eq!(edit_distance("crahs", "crash"), 1);
     }
 
     #[test]

@@ -1,0 +1,384 @@
+//! Scenario files: what is simulated, read from TOML and validated before anything runs.
+//!
+//! A scenario describes the clients, the network, the upstream and one or more retry policies;
+//! every policy is simulated on the same arrivals. The field names below are the file format's
+//! contract: extend, don't rename. Every field that has a default is listed with it, and
+//! `retrystorm run` writes the fully resolved scenario (defaults filled in) next to its results,
+//! so nothing a run used is implicit.
+//!
+//! Validation happens while reading (types, unknown keys, ranges of single values) and right
+//! after (relations between values: cap below base, unsorted capacity points, ...). Every error
+//! names the file, line and column, and says what would be valid; see [`load`].
+
+mod load;
+mod validate;
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+pub use load::{Override, ScenarioError, load, load_str};
+
+use crate::backoff::Jitter;
+use crate::distribution::Distribution;
+use crate::retry_after::RetryAfterMode;
+use crate::time::Duration;
+use crate::values::{AtLeastOne, Bounded, Factor, Name, Positive, Probability};
+
+/// A whole scenario file.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Short name; results go to `output/<name>/`. Letters, digits, `-`, `_` and `.`.
+    pub name: Name,
+    /// What the scenario shows, in a sentence or two.
+    #[serde(default)]
+    pub description: String,
+    /// Seed of every random stream (default 1).
+    #[serde(default = "defaults::seed")]
+    pub seed: u64,
+    /// How long operations keep arriving. In-flight operations then run to their end.
+    pub duration: Spanned<Duration>,
+    /// Width of a time-series bucket (default 1s).
+    #[serde(default = "defaults::bucket")]
+    pub bucket: Spanned<Duration>,
+    /// Who calls the upstream, and how.
+    pub clients: Clients,
+    /// What lies between clients and upstream.
+    #[serde(default)]
+    pub network: Network,
+    /// The service being called.
+    pub upstream: Upstream,
+    /// The retry policies to compare (default: one policy with the article's settings).
+    #[serde(default = "defaults::policies")]
+    pub policy: Vec<Policy>,
+}
+
+/// `[clients]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Clients {
+    /// Number of clients, 1 to 100 000 000.
+    pub count: Spanned<Bounded<1, 100_000_000>>,
+    /// `open` (default): operations arrive as a Poisson process whatever the upstream does;
+    /// `closed`: each client starts its next operation after the previous one ends and a think
+    /// time.
+    #[serde(default = "defaults::workload")]
+    pub workload: Spanned<Workload>,
+    /// Open workload: operations per second per client (the total rate is `count * rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Positive>,
+    /// Closed workload: mean think time between operations (exponential).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_time: Option<Duration>,
+    /// Closed workload: `staggered` (default) starts each client after a think time;
+    /// `together` starts every client at time zero, which synchronises them.
+    #[serde(default)]
+    pub start: Start,
+    /// Time budget of a whole operation, all attempts and waits included (default 5s).
+    #[serde(default = "defaults::deadline")]
+    pub deadline: Duration,
+    /// Timeout of one attempt; each attempt gets `min(attempt_timeout, time left)` (default 1s).
+    #[serde(default = "defaults::attempt_timeout")]
+    pub attempt_timeout: Duration,
+    /// The endpoints called, chosen by weight (default: one `GET`).
+    #[serde(default = "defaults::operations")]
+    pub operations: Vec<Operation>,
+}
+
+/// How operations arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// Poisson arrivals at a fixed rate, independent of the upstream.
+    #[default]
+    Open,
+    /// One operation at a time per client, with a think time between.
+    Closed,
+}
+
+/// When closed-loop clients start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Start {
+    /// Each client starts after an exponential think time.
+    #[default]
+    Staggered,
+    /// Every client starts at time zero.
+    Together,
+}
+
+/// `[[clients.operations]]`: one endpoint.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Operation {
+    /// Name, unique within the scenario.
+    pub name: Spanned<String>,
+    /// HTTP method, case-sensitive (default `GET`). GET, HEAD, PUT, DELETE, OPTIONS and TRACE
+    /// are idempotent; anything else commits a write each time it is processed.
+    #[serde(default = "defaults::method")]
+    pub method: String,
+    /// Relative weight (default 1).
+    #[serde(default = "defaults::weight")]
+    pub weight: Spanned<f64>,
+    /// Requests carry an idempotency key that the upstream honours.
+    #[serde(default)]
+    pub idempotency_key: bool,
+    /// The client can ask a status endpoint what happened after a timeout.
+    #[serde(default)]
+    pub status_endpoint: bool,
+}
+
+/// `[network]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Network {
+    /// One-way latency of every message (default 1ms).
+    #[serde(default = "defaults::latency")]
+    pub latency: Distribution,
+    /// Probability that a request never reaches the upstream.
+    #[serde(default)]
+    pub request_loss: Probability,
+    /// Probability that a response never reaches the client (the work was done).
+    #[serde(default)]
+    pub response_loss: Probability,
+}
+
+impl Default for Network {
+    fn default() -> Self {
+        Network {
+            latency: defaults::latency(),
+            request_loss: Probability::default(),
+            response_loss: Probability::default(),
+        }
+    }
+}
+
+/// `[upstream]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Upstream {
+    /// Requests served at once at full capacity, 1 to 10 000 000.
+    pub workers: Bounded<1, 10_000_000>,
+    /// Time a worker spends on one request.
+    pub service_time: Distribution,
+    /// Requests that may wait for a worker (default 1000); beyond it the upstream answers
+    /// `overload_status` at once. 0 means no queue at all.
+    #[serde(default = "defaults::queue_limit")]
+    pub queue_limit: Bounded<0, 100_000_000>,
+    /// Status of an overload rejection (default 503).
+    #[serde(default = "defaults::overload_status")]
+    pub overload_status: Bounded<400, 599>,
+    /// Retry-After sent with overload rejections, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<Duration>,
+    /// A token bucket in front of the upstream, answering 429.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_limit: Option<RateLimit>,
+    /// Load-independent errors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub errors: Option<Errors>,
+    /// Fraction of workers available over time, piecewise linear between points; a time
+    /// repeated makes a step. Before the first point the first factor holds, after the last the
+    /// last. Default: always 1.
+    #[serde(default)]
+    pub capacity: Vec<CapacityPoint>,
+    /// What happens while capacity is zero (default `queue`).
+    #[serde(default)]
+    pub outage: Outage,
+    /// Drop queued requests whose client has already timed out instead of serving them.
+    #[serde(default)]
+    pub drop_expired: bool,
+    /// How long a completed idempotency key is remembered (default 24h, as Stripe).
+    #[serde(default = "defaults::idempotency_ttl")]
+    pub idempotency_ttl: Duration,
+    /// A repeat of a key whose first request is still being processed: `reject` (default)
+    /// answers 409 Conflict, `wait` holds it until the first finishes and replays that result.
+    #[serde(default)]
+    pub idempotency_in_flight: InFlightRepeat,
+}
+
+/// `rate_limit = { rate = 1000, burst = 100, scope = "global" }`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    /// Tokens per second.
+    pub rate: Positive,
+    /// Bucket size: requests allowed in a burst (default: one second of `rate`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub burst: Option<AtLeastOne>,
+    /// `global` (default): one bucket; `client`: one bucket per client.
+    #[serde(default)]
+    pub scope: RateLimitScope,
+    /// The Retry-After of a 429 is the time until a token is free, rounded up to a multiple of
+    /// this (default 1ms; "1s" gives the whole seconds an HTTP header carries).
+    #[serde(default = "defaults::retry_after_granularity")]
+    pub retry_after_granularity: Spanned<Duration>,
+}
+
+/// Whose requests share a token bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RateLimitScope {
+    /// All requests.
+    #[default]
+    Global,
+    /// Each client's requests.
+    Client,
+}
+
+/// `errors = { rate = 0.01, status = 503 }`: failures that do not depend on load.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Errors {
+    /// Probability that a request fails at once, without being processed.
+    pub rate: Probability,
+    /// Status of such a failure (default 503).
+    #[serde(default = "defaults::overload_status")]
+    pub status: Bounded<400, 599>,
+}
+
+/// `{ at = "20s", factor = 0.0 }`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CapacityPoint {
+    /// When.
+    pub at: Spanned<Duration>,
+    /// Fraction of `workers` available, 0 to 100.
+    pub factor: Factor,
+}
+
+/// What the upstream does while its capacity is zero.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Outage {
+    /// Requests wait in the queue (up to `queue_limit`) for capacity to return.
+    #[default]
+    Queue,
+    /// Requests are refused at once with `overload_status`.
+    Reject,
+    /// Requests get no answer at all; clients time out.
+    Blackhole,
+    /// A crash: when capacity reaches zero every queued and in-service request is reset, and
+    /// new connections are refused until capacity returns. Clients see transport errors.
+    Crash,
+}
+
+/// What a repeat of an in-flight idempotency key gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum InFlightRepeat {
+    /// 409 Conflict, as the Idempotency-Key draft specifies.
+    #[default]
+    Reject,
+    /// Wait for the first request to finish and replay its result.
+    Wait,
+}
+
+/// `[[policy]]`: one client retry policy.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// Name, unique within the scenario.
+    pub name: Spanned<String>,
+    /// Base delay (default 100ms, the article's).
+    #[serde(default = "defaults::base")]
+    pub base: Duration,
+    /// Cap of the exponential backoff (default 2s).
+    #[serde(default = "defaults::cap")]
+    pub cap: Spanned<Duration>,
+    /// Retry budget as the article counts it (default 3): a retry is allowed after attempts
+    /// 0 to `max_attempts - 1`, so an operation is sent at most `max_attempts + 1` times.
+    #[serde(default = "defaults::max_attempts")]
+    pub max_attempts: Bounded<1, 100>,
+    /// How the backoff is spread (default `full`).
+    #[serde(default = "defaults::jitter")]
+    pub jitter: Jitter,
+    /// How Retry-After is treated (default `honor`).
+    #[serde(default)]
+    pub retry_after: RetryAfterMode,
+    /// A naive client that retries operations the article says must not be retried (a POST
+    /// without key or status endpoint), to show the duplicate writes that causes.
+    #[serde(default)]
+    pub unsafe_retries: bool,
+}
+
+/// Default values, one function each because serde wants functions.
+mod defaults {
+    use super::*;
+
+    pub fn seed() -> u64 {
+        1
+    }
+    pub fn bucket() -> Spanned<Duration> {
+        Spanned::new(0..0, Duration::from_ms(1000))
+    }
+    pub fn workload() -> Spanned<Workload> {
+        Spanned::new(0..0, Workload::Open)
+    }
+    pub fn deadline() -> Duration {
+        Duration::from_ms(5000)
+    }
+    pub fn attempt_timeout() -> Duration {
+        Duration::from_ms(1000)
+    }
+    pub fn method() -> String {
+        "GET".to_string()
+    }
+    pub fn weight() -> Spanned<f64> {
+        Spanned::new(0..0, 1.0)
+    }
+    pub fn operations() -> Vec<Operation> {
+        vec![Operation {
+            name: Spanned::new(0..0, "get".to_string()),
+            method: method(),
+            weight: weight(),
+            idempotency_key: false,
+            status_endpoint: false,
+        }]
+    }
+    pub fn latency() -> Distribution {
+        Distribution::Constant(Duration::from_ms(1))
+    }
+    pub fn queue_limit() -> Bounded<0, 100_000_000> {
+        Bounded(1000)
+    }
+    pub fn overload_status() -> Bounded<400, 599> {
+        Bounded(503)
+    }
+    pub fn idempotency_ttl() -> Duration {
+        Duration::from_ms(24 * 3600 * 1000)
+    }
+    pub fn retry_after_granularity() -> Spanned<Duration> {
+        Spanned::new(0..0, Duration::from_ms(1))
+    }
+    pub fn base() -> Duration {
+        Duration::from_ms(100)
+    }
+    pub fn cap() -> Spanned<Duration> {
+        Spanned::new(0..0, Duration::from_ms(2000))
+    }
+    pub fn max_attempts() -> Bounded<1, 100> {
+        Bounded(3)
+    }
+    pub fn jitter() -> Jitter {
+        Jitter::Full
+    }
+    pub fn policies() -> Vec<Policy> {
+        vec![Policy {
+            name: Spanned::new(0..0, "article".to_string()),
+            base: base(),
+            cap: cap(),
+            max_attempts: max_attempts(),
+            jitter: jitter(),
+            retry_after: RetryAfterMode::Honor,
+            unsafe_retries: false,
+        }]
+    }
+}
+
+impl Scenario {
+    /// The scenario as TOML, every default written out.
+    pub fn to_resolved_toml(&self) -> String {
+        toml::to_string(self).expect("a validated scenario always serializes")
+    }
+}

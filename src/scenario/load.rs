@@ -1,0 +1,385 @@
+//! Reading a scenario: the file, `--set` overrides, and errors that point at the right place.
+//!
+//! Overrides are applied to the TOML document itself (with `toml_edit`, which keeps the rest of
+//! the file as written), and the edited document goes through exactly the same reading and
+//! validation as a file, so `--set clients.count=0` is refused with the same words as
+//! `count = 0` in the file. To point errors at the right place, every line of the edited
+//! document is traced back to the line of the file it came from, or to the override that wrote
+//! it.
+
+use std::fmt;
+use std::ops::Range;
+use std::path::Path;
+use std::str::FromStr;
+
+use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
+
+use super::Scenario;
+use super::validate::validate;
+use crate::suggest::did_you_mean;
+
+/// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
+/// not valid TOML is taken as a string, so `--set upstream.outage=crash` and
+/// `--set policy.base=250ms` need no quotes. An index selects one table of an array
+/// (`policy.1.base=50ms`); without one the value is set in every table (`policy.base=50ms`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    /// Dotted path, such as `clients.count`.
+    pub key: String,
+    /// The value as written.
+    pub value: String,
+}
+
+impl FromStr for Override {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.split_once('=') {
+            Some((key, value)) if !key.trim().is_empty() => Ok(Override {
+                key: key.trim().to_string(),
+                value: value.trim().to_string(),
+            }),
+            _ => Err(format!(
+                "{text:?} is not KEY=VALUE; write for example clients.count=50000"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Override {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={}", self.key, self.value)
+    }
+}
+
+/// Where a scenario error is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    /// A place in the file; line and column count from 1.
+    File {
+        path: String,
+        line: usize,
+        column: usize,
+    },
+    /// The file as a whole (it could not be read).
+    WholeFile { path: String },
+    /// A `--set` override.
+    Override { path: String, text: String },
+}
+
+/// A scenario that cannot be used, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// Where.
+    pub location: Location,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.location {
+            Location::File { path, line, column } => write!(f, "{path}:{line}:{column}: ")?,
+            Location::WholeFile { path } => write!(f, "{path}: ")?,
+            Location::Override { path, text } => write!(f, "{path}: --set {text}: ")?,
+        }
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+/// Reads, overrides and validates the scenario file at `path`.
+pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
+    let label = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
+        location: Location::WholeFile {
+            path: label.clone(),
+        },
+        message: format!("cannot read the scenario: {error}"),
+    })?;
+    load_str(&text, &label, overrides)
+}
+
+/// Like [`load`], with the file's text given; `label` names it in errors.
+pub fn load_str(
+    text: &str,
+    label: &str,
+    overrides: &[Override],
+) -> Result<Scenario, ScenarioError> {
+    let source = Source::new(text, label, overrides)?;
+    let scenario: Scenario = toml::from_str(&source.edited).map_err(|error| {
+        source.error_at(error.span().unwrap_or(0..0), &explain(error.message()))
+    })?;
+    validate(&scenario).map_err(|(span, message)| source.error_at(span, &message))?;
+    Ok(scenario)
+}
+
+/// The text that is read, and where each of its lines came from.
+struct Source<'a> {
+    label: &'a str,
+    overrides: &'a [Override],
+    edited: String,
+    /// For each line of `edited`: its line in the file (0-based), or `None` if an override
+    /// wrote it.
+    origin: Vec<Option<usize>>,
+}
+
+impl<'a> Source<'a> {
+    fn new(
+        text: &'a str,
+        label: &'a str,
+        overrides: &'a [Override],
+    ) -> Result<Self, ScenarioError> {
+        let plain = |edited: String, origin| Source {
+            label,
+            overrides,
+            edited,
+            origin,
+        };
+        if overrides.is_empty() {
+            return Ok(plain(
+                text.to_string(),
+                (0..text.lines().count()).map(Some).collect(),
+            ));
+        }
+        let file_only = plain(
+            text.to_string(),
+            (0..text.lines().count()).map(Some).collect(),
+        );
+        let mut document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
+            file_only.error_at(error.span().unwrap_or(0..0), error.message())
+        })?;
+        for item in overrides {
+            let path: Vec<&str> = item.key.split('.').map(str::trim).collect();
+            let value = item
+                .value
+                .parse::<Value>()
+                .unwrap_or_else(|_| Value::from(item.value.as_str()));
+            set(document.as_item_mut(), &path, &value).map_err(|message| ScenarioError {
+                location: Location::Override {
+                    path: label.to_string(),
+                    text: item.to_string(),
+                },
+                message,
+            })?;
+        }
+        let edited = document.to_string();
+        let original: Vec<&str> = text.lines().collect();
+        let new: Vec<&str> = edited.lines().collect();
+        let origin = align(&original, &new);
+        Ok(plain(edited, origin))
+    }
+
+    /// The error for a byte range of the edited text.
+    fn error_at(&self, span: Range<usize>, message: &str) -> ScenarioError {
+        let start = span.start.min(self.edited.len());
+        let before = &self.edited[..start];
+        let line = before.matches('\n').count();
+        let column = before[before.rfind('\n').map_or(0, |i| i + 1)..]
+            .chars()
+            .count()
+            + 1;
+        let location = match self.origin.get(line).copied().flatten() {
+            Some(file_line) => Location::File {
+                path: self.label.to_string(),
+                line: file_line + 1,
+                column,
+            },
+            None if self.origin.get(line).is_some() => Location::Override {
+                path: self.label.to_string(),
+                text: self.override_of_line(line),
+            },
+            // Past the end: the error concerns the file as a whole (a missing field).
+            None => Location::File {
+                path: self.label.to_string(),
+                line: line + 1,
+                column,
+            },
+        };
+        ScenarioError {
+            location,
+            message: message.to_string(),
+        }
+    }
+
+    /// The override that most likely wrote an edited line: the one whose last key the line sets.
+    fn override_of_line(&self, line: usize) -> String {
+        let text = self.edited.lines().nth(line).unwrap_or("").trim_start();
+        let writes = |item: &&Override| {
+            let last = item.key.rsplit('.').next().unwrap_or(&item.key);
+            text.starts_with(last)
+                || text.contains(&format!("{last} ="))
+                || text.contains(&format!("[{}", item.key))
+        };
+        match self.overrides.iter().find(writes) {
+            Some(item) => item.to_string(),
+            None => self
+                .overrides
+                .iter()
+                .map(Override::to_string)
+                .collect::<Vec<_>>()
+                .join(" "),
+        }
+    }
+}
+
+/// Sets `value` at `path` below `item`, creating tables on the way.
+fn set(item: &mut Item, path: &[&str], value: &Value) -> Result<(), String> {
+    match item {
+        Item::Table(table) => set_in_table(table, path, value, false),
+        Item::Value(Value::InlineTable(table)) => set_in_table(table, path, value, true),
+        Item::ArrayOfTables(array) => {
+            let (index, rest) = split_index(path, array.len())?;
+            match index {
+                Some(index) => set_in_table(
+                    array.get_mut(index).expect("index checked"),
+                    rest,
+                    value,
+                    false,
+                ),
+                None => array
+                    .iter_mut()
+                    .try_for_each(|table| set_in_table(table, rest, value, false)),
+            }
+        }
+        Item::Value(Value::Array(array)) => {
+            let (index, rest) = split_index(path, array.len())?;
+            let apply = |element: &mut Value| match element {
+                Value::InlineTable(table) => set_in_table(table, rest, value, true),
+                _ => Err(format!("`{}` is not a table", path.join("."))),
+            };
+            match index {
+                Some(index) => apply(array.get_mut(index).expect("index checked")),
+                None => array.iter_mut().try_for_each(apply),
+            }
+        }
+        _ => Err(format!(
+            "cannot set `{}` inside a value that is not a table",
+            path.join(".")
+        )),
+    }
+}
+
+fn set_in_table(
+    table: &mut dyn TableLike,
+    path: &[&str],
+    value: &Value,
+    inline: bool,
+) -> Result<(), String> {
+    let Some((key, rest)) = path.split_first() else {
+        return Err("the key is empty".into());
+    };
+    if key.is_empty() {
+        return Err("the key has an empty part; write for example clients.count=50000".into());
+    }
+    if rest.is_empty() {
+        table.insert(key, Item::Value(value.clone()));
+        return Ok(());
+    }
+    if table.get(key).is_none() {
+        let child = if inline {
+            Item::Value(Value::InlineTable(InlineTable::new()))
+        } else {
+            Item::Table(Table::new())
+        };
+        table.insert(key, child);
+    }
+    set(table.get_mut(key).expect("just inserted"), rest, value)
+}
+
+/// An optional leading array index of `path`.
+fn split_index<'p, 'k>(
+    path: &'p [&'k str],
+    len: usize,
+) -> Result<(Option<usize>, &'p [&'k str]), String> {
+    match path.split_first() {
+        Some((first, rest)) => match first.parse::<usize>() {
+            Ok(index) if index < len => Ok((Some(index), rest)),
+            Ok(index) => Err(format!(
+                "index {index} is out of range: the array has {len} entries (0 to {})",
+                len.saturating_sub(1)
+            )),
+            Err(_) => Ok((None, path)),
+        },
+        None => Err("cannot replace a whole array; set a key inside it".into()),
+    }
+}
+
+/// Maps each line of `new` to the line of `original` it is (a longest common subsequence).
+fn align(original: &[&str], new: &[&str]) -> Vec<Option<usize>> {
+    let (n, m) = (original.len(), new.len());
+    // common[i][j]: LCS length of original[i..] and new[j..].
+    let mut common = vec![vec![0u32; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            common[i][j] = if original[i] == new[j] {
+                common[i + 1][j + 1] + 1
+            } else {
+                common[i + 1][j].max(common[i][j + 1])
+            };
+        }
+    }
+    let mut origin = vec![None; m];
+    let (mut i, mut j) = (0, 0);
+    while i < n && j < m {
+        if original[i] == new[j] {
+            origin[j] = Some(i);
+            i += 1;
+            j += 1;
+        } else if common[i + 1][j] >= common[i][j + 1] {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    origin
+}
+
+/// Adds "did you mean" to serde's unknown-field and unknown-variant messages, which list the
+/// valid names: "unknown field `atempt`, expected one of `a`, `b`".
+fn explain(message: &str) -> String {
+    let message = message.trim_end();
+    let unknown = ["unknown field `", "unknown variant `"]
+        .iter()
+        .find_map(|prefix| message.strip_prefix(prefix));
+    let Some(rest) = unknown else {
+        return message.to_string();
+    };
+    let Some((given, expected)) = rest.split_once('`') else {
+        return message.to_string();
+    };
+    let valid: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    match did_you_mean(given, valid.iter().copied()) {
+        Some(near) => format!("{message} (did you mean `{near}`?)"),
+        None => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn alignment_follows_inserted_and_changed_lines() {
+        let original = ["a", "b", "c", "d"];
+        let new = ["a", "b", "x = 1", "c", "D"];
+        assert_eq!(
+            align(&original, &new),
+            [Some(0), Some(1), None, Some(2), None]
+        );
+    }
+
+    #[test]
+    fn unknown_names_get_a_suggestion() {
+        assert_eq!(
+            explain("unknown field `atempt_timeout`, expected one of `count`, `attempt_timeout`"),
+            "unknown field `atempt_timeout`, expected one of `count`, `attempt_timeout` (did you mean `attempt_timeout`?)"
+        );
+        assert_eq!(
+            explain("unknown variant `crahs`, expected one of `queue`, `crash`"),
+            "unknown variant `crahs`, expected one of `queue`, `crash` (did you mean `crash`?)"
+        );
+        assert_eq!(explain("invalid type"), "invalid type");
+    }
+}

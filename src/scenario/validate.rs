@@ -1,0 +1,216 @@
+//! Checks of relations between values, after a scenario has been read.
+//!
+//! Single values check their own range while they are read (`values`); what is left here is
+//! what needs two or more values: cap below base, unsorted capacity points, a workload without
+//! its rate, weights that sum to zero, names used twice, sizes that could not run. Each error
+//! carries the span of the value to fix.
+
+use std::collections::BTreeSet;
+use std::ops::Range;
+
+use toml::Spanned;
+
+use super::{Scenario, Workload};
+
+/// At most this many time-series buckets: each holds a latency histogram.
+pub const MAX_BUCKETS: u64 = 100_000;
+/// At most this many operations per second offered by an open workload.
+pub const MAX_OPEN_RATE: f64 = 1e8;
+
+type Problem = (Range<usize>, String);
+
+/// The span of `value` if it was written in the file, else `fallback` (defaults have no span).
+fn span_of<T>(value: &Spanned<T>, fallback: Range<usize>) -> Range<usize> {
+    let span = value.span();
+    if span.is_empty() { fallback } else { span }
+}
+
+pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
+    let duration = *scenario.duration.get_ref();
+    let duration_span = scenario.duration.span();
+    if duration.micros() == 0 {
+        return Err((duration_span, "duration must be above zero".into()));
+    }
+    let bucket = *scenario.bucket.get_ref();
+    let bucket_span = span_of(&scenario.bucket, duration_span.clone());
+    if bucket.micros() == 0 || bucket > duration {
+        return Err((
+            bucket_span,
+            format!("bucket must be above zero and at most the duration ({duration})"),
+        ));
+    }
+    let buckets = duration.micros().div_ceil(bucket.micros());
+    if buckets > MAX_BUCKETS {
+        return Err((
+            bucket_span,
+            format!(
+                "{buckets} buckets of {bucket} in {duration} are too many; at most {MAX_BUCKETS}: use a wider bucket"
+            ),
+        ));
+    }
+    validate_clients(scenario)?;
+    validate_upstream(scenario)?;
+    validate_policies(scenario)
+}
+
+fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
+    let clients = &scenario.clients;
+    let count_span = clients.count.span();
+    let workload_span = span_of(&clients.workload, count_span.clone());
+    match clients.workload.get_ref() {
+        Workload::Open => {
+            let Some(rate) = clients.rate else {
+                return Err((
+                    workload_span,
+                    "an open workload needs `rate`, the operations per second of each client"
+                        .into(),
+                ));
+            };
+            if clients.think_time.is_some() {
+                return Err((
+                    workload_span,
+                    "`think_time` is for closed workloads; an open workload has `rate`".into(),
+                ));
+            }
+            let total = rate.get() * clients.count.get_ref().get() as f64;
+            if total > MAX_OPEN_RATE {
+                return Err((
+                    count_span,
+                    format!(
+                        "count * rate offers {total:e} operations per second; at most {MAX_OPEN_RATE:e}"
+                    ),
+                ));
+            }
+        }
+        Workload::Closed => {
+            if clients.think_time.is_none() {
+                return Err((
+                    workload_span,
+                    "a closed workload needs `think_time`, the mean pause between a client's operations".into(),
+                ));
+            }
+            if clients.rate.is_some() {
+                return Err((
+                    workload_span,
+                    "`rate` is for open workloads; a closed workload has `think_time`".into(),
+                ));
+            }
+        }
+    }
+    if clients.deadline.micros() == 0 || clients.attempt_timeout.micros() == 0 {
+        return Err((
+            count_span,
+            "deadline and attempt_timeout must be above zero".into(),
+        ));
+    }
+    if clients.operations.is_empty() {
+        return Err((
+            count_span,
+            "at least one [[clients.operations]] is needed".into(),
+        ));
+    }
+    let mut names = BTreeSet::new();
+    let mut total_weight = 0.0;
+    for operation in &clients.operations {
+        let name = operation.name.get_ref();
+        if name.is_empty() || !names.insert(name.as_str()) {
+            return Err((
+                operation.name.span(),
+                format!("operation name {name:?} is empty or used twice; names must be unique"),
+            ));
+        }
+        let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+        if operation.method.is_empty() || !operation.method.chars().all(tchar) {
+            return Err((
+                operation.name.span(),
+                format!(
+                    "method {:?} is not an HTTP method token, such as GET or POST",
+                    operation.method
+                ),
+            ));
+        }
+        let weight = *operation.weight.get_ref();
+        if !(weight.is_finite() && weight >= 0.0) {
+            return Err((
+                span_of(&operation.weight, operation.name.span()),
+                format!("weight {weight} is out of range; expected a finite number >= 0"),
+            ));
+        }
+        total_weight += weight;
+    }
+    if total_weight <= 0.0 {
+        let last = clients.operations.last().expect("not empty");
+        return Err((
+            span_of(&last.weight, last.name.span()),
+            "the operations' weights sum to zero; at least one must be above zero".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn validate_upstream(scenario: &Scenario) -> Result<(), Problem> {
+    let upstream = &scenario.upstream;
+    let mut previous: Option<(u64, usize)> = None; // (time, points at that time)
+    for point in &upstream.capacity {
+        let at = point.at.get_ref().micros();
+        let repeats = match previous {
+            Some((time, _)) if at < time => {
+                return Err((
+                    point.at.span(),
+                    format!(
+                        "capacity points must be sorted by `at`; {} comes after a later point",
+                        point.at.get_ref()
+                    ),
+                ));
+            }
+            Some((time, count)) if at == time => count + 1,
+            _ => 1,
+        };
+        if repeats > 2 {
+            return Err((
+                point.at.span(),
+                "a time may appear at most twice in `capacity` (twice makes a step)".into(),
+            ));
+        }
+        previous = Some((at, repeats));
+    }
+    if let Some(limit) = &upstream.rate_limit {
+        if limit.retry_after_granularity.get_ref().micros() == 0 {
+            return Err((
+                limit.retry_after_granularity.span(),
+                "retry_after_granularity must be above zero; \"1ms\" is the finest useful".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
+    if scenario.policy.is_empty() {
+        return Err((
+            scenario.duration.span(),
+            "at least one [[policy]] is needed".into(),
+        ));
+    }
+    let mut names = BTreeSet::new();
+    for policy in &scenario.policy {
+        let name = policy.name.get_ref();
+        if name.is_empty() || !names.insert(name.as_str()) {
+            return Err((
+                policy.name.span(),
+                format!("policy name {name:?} is empty or used twice; names must be unique"),
+            ));
+        }
+        let cap = *policy.cap.get_ref();
+        if cap < policy.base {
+            return Err((
+                span_of(&policy.cap, policy.name.span()),
+                format!(
+                    "cap {cap} is below base {}; cap must be at least base",
+                    policy.base
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
