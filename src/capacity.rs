@@ -57,6 +57,25 @@ impl CapacityCurve {
         self.points.first().map_or(1.0, |&(_, factor)| factor)
     }
 
+    /// The last time the factor came back to its initial value after being below it: the end
+    /// of the incident, from which recovery is measured. 0 if it never dipped; the last point's
+    /// time if it never came back.
+    pub fn incident_end(&self) -> Micros {
+        let initial = self.initial_factor();
+        let mut below = false;
+        let mut end = 0;
+        for &(at, factor) in &self.points {
+            if factor < initial {
+                below = true;
+                end = at;
+            } else if below {
+                below = false;
+                end = at;
+            }
+        }
+        end
+    }
+
     /// Workers available at `t`.
     pub fn available(&self, t: Micros) -> u64 {
         (self.workers * self.factor(t) + EPSILON).floor().max(0.0) as u64
@@ -168,6 +187,15 @@ mod tests {
             scheduled_changes(&sag, 30_000),
             brute_force_changes(&sag, 30_000)
         );
+    }
+
+    #[test]
+    fn the_incident_ends_when_capacity_is_back() {
+        assert_eq!(curve(10, &[]).incident_end(), 0);
+        let outage = curve(10, &[(0, 1.0), (20, 1.0), (20, 0.0), (30, 0.0), (40, 1.0)]);
+        assert_eq!(outage.incident_end(), 40_000);
+        let never_back = curve(10, &[(0, 1.0), (20, 0.5)]);
+        assert_eq!(never_back.incident_end(), 20_000);
     }
 
     #[test]

@@ -1,0 +1,149 @@
+//! `retrystorm decide`: the retry decision once, or a batch of JSON lines.
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use clap::{ArgGroup, Args};
+use retrystorm::backoff::Jitter;
+use retrystorm::decide::{Case, run_batch};
+use retrystorm::decision::{
+    DEFAULT_BASE_MS, DEFAULT_CAP_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RANDOM, RetryInput,
+};
+use retrystorm::retry_after::RetryAfterMode;
+
+/// The decision's inputs. Numbers follow the article's JavaScript semantics: fractions are
+/// allowed, and NaN or inf are answered with the reason the procedure gives.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("case").multiple(true)), args_override_self = true)]
+pub struct DecideArgs {
+    /// HTTP method of the operation (case-sensitive: GET, HEAD, PUT, DELETE, OPTIONS and TRACE
+    /// are idempotent).
+    #[arg(long, required_unless_present = "batch", group = "case")]
+    method: Option<String>,
+    /// HTTP status of the failed attempt (omit when no response arrived).
+    #[arg(long, allow_hyphen_values = true, group = "case")]
+    status: Option<f64>,
+    /// The attempt failed without a response (timeout, reset).
+    #[arg(long, group = "case")]
+    transport_error: bool,
+    /// 0-based index of the attempt that failed.
+    #[arg(
+        long,
+        required_unless_present = "batch",
+        allow_hyphen_values = true,
+        group = "case"
+    )]
+    attempt: Option<f64>,
+    /// Current time in milliseconds (Unix time when an HTTP-date Retry-After is given).
+    #[arg(
+        long,
+        required_unless_present = "batch",
+        allow_hyphen_values = true,
+        group = "case"
+    )]
+    now_ms: Option<f64>,
+    /// The operation's deadline in milliseconds, on the clock of --now-ms.
+    #[arg(
+        long,
+        required_unless_present = "batch",
+        allow_hyphen_values = true,
+        group = "case"
+    )]
+    deadline_ms: Option<f64>,
+    /// Base delay in milliseconds.
+    #[arg(long, default_value_t = DEFAULT_BASE_MS, allow_hyphen_values = true, group = "case")]
+    base_ms: f64,
+    /// Cap of the exponential backoff in milliseconds.
+    #[arg(long, default_value_t = DEFAULT_CAP_MS, allow_hyphen_values = true, group = "case")]
+    cap_ms: f64,
+    /// Retry budget, compared with --attempt.
+    #[arg(long, default_value_t = DEFAULT_MAX_ATTEMPTS, allow_hyphen_values = true, group = "case")]
+    max_attempts: f64,
+    /// Random unit for the jitter, clamped to [0, 1].
+    #[arg(long, default_value_t = DEFAULT_RANDOM, allow_hyphen_values = true, group = "case")]
+    random: f64,
+    /// Retry-After of the failed attempt, in milliseconds.
+    #[arg(long, allow_hyphen_values = true, group = "case")]
+    retry_after_ms: Option<f64>,
+    /// Retry-After as the header carried it: delay-seconds ("120") or an HTTP-date, measured
+    /// from --now-ms as Unix time.
+    #[arg(long, conflicts_with = "retry_after_ms", group = "case")]
+    retry_after_header: Option<String>,
+    /// The operation carries an idempotency key that the server honours.
+    #[arg(long, group = "case")]
+    idempotency_key: bool,
+    /// The client can ask a status endpoint what happened to the operation.
+    #[arg(long, group = "case")]
+    status_endpoint: bool,
+    /// The delay chosen before the previous retry (decorrelated jitter grows from it).
+    #[arg(long, allow_hyphen_values = true, group = "case")]
+    previous_delay_ms: Option<f64>,
+    /// Random unit for honor-jittered's spread above Retry-After, clamped to [0, 1].
+    #[arg(long, default_value_t = DEFAULT_RANDOM, allow_hyphen_values = true, group = "case")]
+    retry_after_random: f64,
+    /// Jitter strategy: none, full, equal, decorrelated or grpc.
+    #[arg(long, default_value_t = Jitter::Full, group = "case")]
+    jitter: Jitter,
+    /// Retry-After handling: honor, ignore or honor-jittered.
+    #[arg(long, default_value_t = RetryAfterMode::Honor, group = "case")]
+    retry_after_mode: RetryAfterMode,
+    /// Read one JSON object per line from stdin (fields named as the flags, in snake_case) and
+    /// write one result line per input line.
+    #[arg(long, conflicts_with = "case")]
+    batch: bool,
+}
+
+impl DecideArgs {
+    /// The case the flags describe; `None` in batch mode.
+    fn case(&self) -> Option<Case> {
+        let input = RetryInput {
+            status: self.status,
+            transport_error: self.transport_error,
+            base_ms: self.base_ms,
+            cap_ms: self.cap_ms,
+            max_attempts: self.max_attempts,
+            random: self.random,
+            retry_after_ms: self.retry_after_ms,
+            idempotency_key: self.idempotency_key,
+            status_endpoint: self.status_endpoint,
+            previous_delay_ms: self.previous_delay_ms,
+            retry_after_random: self.retry_after_random,
+            ..RetryInput::new(
+                self.method.as_deref()?,
+                self.attempt?,
+                self.now_ms?,
+                self.deadline_ms?,
+            )
+        };
+        Some(Case {
+            input,
+            retry_after_header: self.retry_after_header.clone(),
+            jitter: self.jitter,
+            retry_after_mode: self.retry_after_mode,
+        })
+    }
+}
+
+/// Runs `decide`.
+pub fn decide(args: &DecideArgs) -> io::Result<ExitCode> {
+    let stdout = io::stdout().lock();
+    match args.case() {
+        Some(case) => {
+            let mut stdout = stdout;
+            writeln!(stdout, "{}", case.decide().to_json())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        None => {
+            let summary = run_batch(io::stdin().lock(), io::BufWriter::new(stdout))?;
+            if summary.errors > 0 {
+                eprintln!(
+                    "retrystorm: {} of {} lines could not be read (see their \"error\" lines)",
+                    summary.errors,
+                    summary.errors + summary.decided
+                );
+                return Ok(ExitCode::FAILURE);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! `retrystorm run` and `retrystorm check`.
+
+use std::fs;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use retrystorm::engine::{AttemptRecord, Observer};
+use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace, write_atomic};
+use retrystorm::run::{ScenarioRun, run_scenario};
+use retrystorm::scenario::{Override, Scenario, load};
+use retrystorm::time::Micros;
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Scenario files (TOML).
+    #[arg(required = true, value_name = "SCENARIO")]
+    scenarios: Vec<PathBuf>,
+    /// Folder for results: each scenario writes to OUT/<name>/.
+    #[arg(long, value_name = "OUT", default_value = "output")]
+    out: PathBuf,
+    /// Seed of every random stream, instead of the scenario's.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override a scenario value, validated as if written in the file; repeatable.
+    /// Examples: clients.count=50000, upstream.outage=crash, policy.1.base=50ms, policy.cap=5s
+    /// (every policy).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<Override>,
+    /// Also write trace.csv, one row per attempt.
+    #[arg(long)]
+    trace: bool,
+    /// Report events processed, wall time, events per second and peak memory.
+    #[arg(long)]
+    stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Scenario files (TOML).
+    #[arg(required = true, value_name = "SCENARIO")]
+    scenarios: Vec<PathBuf>,
+    /// Overrides to validate with the files, as for `run`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<Override>,
+}
+
+/// Validates every scenario, reporting each error; exit 1 if any is invalid.
+pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
+    let mut code = ExitCode::SUCCESS;
+    for path in &args.scenarios {
+        match load(path, &args.set) {
+            Ok(scenario) => println!(
+                "ok: {} ({}, {} polic{})",
+                path.display(),
+                scenario.name,
+                scenario.policy.len(),
+                if scenario.policy.len() == 1 {
+                    "y"
+                } else {
+                    "ies"
+                }
+            ),
+            Err(error) => {
+                eprintln!("retrystorm: {error}");
+                code = ExitCode::FAILURE;
+            }
+        }
+    }
+    Ok(code)
+}
+
+/// Loads every scenario first (so a typo in the last does not waste the first's run), then
+/// runs them in order.
+pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
+    let mut overrides = args.set.clone();
+    if let Some(seed) = args.seed {
+        overrides.push(Override {
+            key: "seed".into(),
+            value: seed.to_string(),
+        });
+    }
+    let mut scenarios = Vec::new();
+    for path in &args.scenarios {
+        match load(path, &overrides) {
+            Ok(scenario) => scenarios.push(scenario),
+            Err(error) => {
+                eprintln!("retrystorm: {error}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    for scenario in &scenarios {
+        run_one(scenario, args)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
+    let folder = args.out.join(scenario.name.as_str());
+    fs::create_dir_all(&folder).map_err(|error| with_path(error, &folder))?;
+    let progress = Progress::start(scenario);
+    let started = Instant::now();
+    let make_observer = |index: usize| -> io::Result<RunObserver> {
+        let trace = if args.trace {
+            let name = scenario.policy[index].name.get_ref();
+            Some(
+                TraceWriter::create(&folder, name, index)
+                    .map_err(|error| with_path(error, &folder))?,
+            )
+        } else {
+            None
+        };
+        Ok(RunObserver {
+            trace,
+            simulated: Arc::clone(&progress.simulated[index]),
+        })
+    };
+    let observers: Vec<RunObserver> = (0..scenario.policy.len())
+        .map(make_observer)
+        .collect::<io::Result<_>>()?;
+    let (run, observers) = run_scenario(scenario, observers);
+    let wall = started.elapsed();
+    progress.stop();
+
+    for artifact in &ARTIFACTS {
+        let path = folder.join(artifact.name);
+        write_atomic(&path, &(artifact.render)(&run)).map_err(|error| with_path(error, &path))?;
+    }
+    if args.trace {
+        let traces = observers
+            .into_iter()
+            .map(|observer| observer.trace.expect("--trace gives every policy a writer"))
+            .collect();
+        let path = folder.join("trace.csv");
+        finish_trace(&path, traces).map_err(|error| with_path(error, &path))?;
+    }
+    print_table(&run, &folder);
+    if args.stats {
+        print_stats(&run, wall);
+    }
+    Ok(())
+}
+
+fn with_path(error: io::Error, path: &Path) -> io::Error {
+    io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+}
+
+/// Traces attempts (with `--trace`) and reports simulated time for the progress bar.
+struct RunObserver {
+    trace: Option<TraceWriter>,
+    simulated: Arc<AtomicU64>,
+}
+
+impl Observer for RunObserver {
+    fn attempt(&mut self, record: &AttemptRecord) {
+        if let Some(trace) = &mut self.trace {
+            trace.attempt(record);
+        }
+    }
+
+    fn progress(&mut self, now: Micros) {
+        self.simulated.store(now, Ordering::Relaxed);
+    }
+}
+
+/// A progress bar on stderr, drawn only when stderr is a terminal.
+struct Progress {
+    simulated: Vec<Arc<AtomicU64>>,
+    done: Arc<AtomicBool>,
+    painter: Option<thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(scenario: &Scenario) -> Progress {
+        let simulated: Vec<Arc<AtomicU64>> = scenario
+            .policy
+            .iter()
+            .map(|_| Arc::new(AtomicU64::new(0)))
+            .collect();
+        let done = Arc::new(AtomicBool::new(false));
+        let painter = io::stderr().is_terminal().then(|| {
+            let simulated = simulated.clone();
+            let done = Arc::clone(&done);
+            let name = scenario.name.to_string();
+            let duration = scenario.duration.get_ref().micros().max(1);
+            thread::spawn(move || {
+                while !done.load(Ordering::Relaxed) {
+                    let slowest = simulated
+                        .iter()
+                        .map(|time| time.load(Ordering::Relaxed))
+                        .min()
+                        .unwrap_or(0);
+                    let fraction = (slowest as f64 / duration as f64).min(1.0);
+                    let filled = (fraction * 30.0) as usize;
+                    eprint!(
+                        "\r{name} [{}{}] {:>3.0}%",
+                        "=".repeat(filled),
+                        " ".repeat(30 - filled),
+                        fraction * 100.0
+                    );
+                    let _ = io::stderr().flush();
+                    thread::sleep(Duration::from_millis(200));
+                }
+                eprint!("\r{}\r", " ".repeat(name.len() + 40));
+            })
+        });
+        Progress {
+            simulated,
+            done,
+            painter,
+        }
+    }
+
+    fn stop(self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(painter) = self.painter {
+            let _ = painter.join();
+        }
+    }
+}
+
+fn print_table(run: &ScenarioRun, folder: &Path) {
+    println!("{}: results in {}", run.scenario.name, folder.display());
+    let header = [
+        "policy",
+        "operations",
+        "success",
+        "amplif.",
+        "dup.writes",
+        "unknown",
+        "p99 ms",
+        "peak rps",
+        "recovery",
+    ];
+    let rows: Vec<[String; 9]> = run
+        .policies
+        .iter()
+        .map(|policy| {
+            let summary = &policy.summary;
+            [
+                policy.name.clone(),
+                summary.operations.to_string(),
+                format!("{:.2}%", summary.success_rate * 100.0),
+                format!("{:.3}", summary.amplification),
+                summary.duplicate_writes.to_string(),
+                summary.unknown_results.to_string(),
+                summary
+                    .p99_ms
+                    .map_or_else(|| "-".into(), |p99| format!("{p99:.1}")),
+                format!("{:.0}", summary.peak_attempts_rps),
+                summary
+                    .recovery_s
+                    .map_or_else(|| "never".into(), |seconds| format!("{seconds:.1}s")),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .chain([header[column].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: Vec<&str>| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(column, (cell, width))| {
+                if column == 0 {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        println!("  {}", padded.join("  "));
+    };
+    line(header.to_vec());
+    for row in &rows {
+        line(row.iter().map(String::as_str).collect());
+    }
+}
+
+fn print_stats(run: &ScenarioRun, wall: Duration) {
+    let mut events = 0;
+    for policy in &run.policies {
+        let seconds = policy.wall.as_secs_f64();
+        let measurements = &policy.measurements;
+        events += measurements.events;
+        println!(
+            "stats: {}: {} events in {:.3} s, {:.2} million events/s on one core; peak in flight: {} operations, {} attempts",
+            policy.name,
+            measurements.events,
+            seconds,
+            measurements.events as f64 / seconds.max(1e-9) / 1e6,
+            measurements.peak_operations_in_flight,
+            measurements.peak_attempts_in_flight,
+        );
+    }
+    println!(
+        "stats: total: {events} events in {:.3} s wall ({} threads), {:.2} million events/s; peak memory {}",
+        wall.as_secs_f64(),
+        rayon::current_num_threads(),
+        events as f64 / wall.as_secs_f64().max(1e-9) / 1e6,
+        peak_memory().unwrap_or_else(|| "unavailable".into()),
+    );
+}
+
+/// Peak resident memory of this process, from Linux's /proc (VmHWM).
+fn peak_memory() -> Option<String> {
+    let status = fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(format!("{:.1} MiB", kib / 1024.0))
+}

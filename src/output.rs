@@ -1,0 +1,386 @@
+//! Writers: each output file is one small function from a finished run to bytes.
+//!
+//! Writers read the measurements and summaries; they never reach into the engine. Every file is
+//! written atomically ([`write_atomic`]): to a temporary name in the same folder, flushed to
+//! disk, then renamed, so a crash leaves either the old file or the new one, never half of one
+//! that looks complete. Numbers are printed with fixed decimals so that the same run gives the
+//! same bytes.
+//!
+//! | file | rows |
+//! |---|---|
+//! | `timeseries.csv` | one per policy and bucket |
+//! | `summary.csv`, `summary.json` | one per policy |
+//! | `scenario.toml` | the scenario as run, every default written out |
+//! | `trace.csv` (`--trace`) | one per attempt, see [`TraceWriter`] |
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::engine::{AttemptRecord, Observer};
+use crate::run::ScenarioRun;
+use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+
+/// A file a run writes: its name and how to render it.
+pub struct Artifact {
+    /// File name inside the run's folder.
+    pub name: &'static str,
+    /// The file's bytes.
+    pub render: fn(&ScenarioRun) -> Vec<u8>,
+}
+
+/// The files every run writes.
+pub const ARTIFACTS: [Artifact; 4] = [
+    Artifact {
+        name: "timeseries.csv",
+        render: timeseries_csv,
+    },
+    Artifact {
+        name: "summary.csv",
+        render: summary_csv,
+    },
+    Artifact {
+        name: "summary.json",
+        render: summary_json,
+    },
+    Artifact {
+        name: "scenario.toml",
+        render: resolved_scenario,
+    },
+];
+
+/// Writes `bytes` to `path` so that `path` never holds a partial file.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let temporary = temporary_path(path);
+    let result = (|| {
+        let mut file = File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    result
+}
+
+fn temporary_path(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map_or_else(Default::default, |name| name.to_string_lossy());
+    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
+}
+
+fn ms(micros: f64) -> String {
+    format!("{:.3}", micros / MICROS_PER_MS as f64)
+}
+
+fn optional(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(String::new, |value| format!("{value:.digits$}"))
+}
+
+fn csv_bytes(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(header).expect("writing to memory");
+    for row in rows {
+        writer.write_record(&row).expect("writing to memory");
+    }
+    writer.into_inner().expect("writing to memory")
+}
+
+/// Columns of `timeseries.csv`.
+pub const TIMESERIES_COLUMNS: [&str; 25] = [
+    "policy",
+    "t_s",
+    "attempts",
+    "attempts_rps",
+    "first_attempts",
+    "retries",
+    "status_checks",
+    "ok",
+    "rejected_429",
+    "rejected_503",
+    "conflicts_409",
+    "errors",
+    "resets",
+    "timeouts",
+    "succeeded",
+    "failed",
+    "unknown_results",
+    "duplicate_writes",
+    "queue_len",
+    "workers_available",
+    "capacity_rps",
+    "wasted_work_s",
+    "latency_count",
+    "p50_ms",
+    "p99_ms",
+];
+
+/// One row per policy and bucket: counts in the bucket, state at its end, latency of the
+/// operations that succeeded in it. `t_s` is the bucket's start in seconds.
+pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
+    let rows = run.policies.iter().flat_map(|policy| {
+        let measurements = &policy.measurements;
+        let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
+        measurements
+            .buckets
+            .iter()
+            .zip(&measurements.latency)
+            .enumerate()
+            .map(move |(index, (counts, latency))| {
+                let capacity_rps = if run.service_mean_us > 0.0 {
+                    counts.workers_available as f64 * MICROS_PER_SECOND as f64 / run.service_mean_us
+                } else {
+                    f64::INFINITY
+                };
+                vec![
+                    policy.name.clone(),
+                    format!("{:.3}", index as f64 * bucket_s),
+                    counts.attempts.to_string(),
+                    format!("{:.3}", counts.attempts as f64 / bucket_s),
+                    counts.first_attempts.to_string(),
+                    counts.retries.to_string(),
+                    counts.status_checks.to_string(),
+                    counts.ok.to_string(),
+                    counts.rejected_429.to_string(),
+                    counts.rejected_503.to_string(),
+                    counts.conflicts_409.to_string(),
+                    counts.errors.to_string(),
+                    counts.resets.to_string(),
+                    counts.timeouts.to_string(),
+                    counts.succeeded.to_string(),
+                    counts.failed.to_string(),
+                    counts.unknown_results.to_string(),
+                    counts.duplicate_writes.to_string(),
+                    counts.queue_len.to_string(),
+                    counts.workers_available.to_string(),
+                    format!("{capacity_rps:.3}"),
+                    format!(
+                        "{:.6}",
+                        counts.wasted_work_us as f64 / MICROS_PER_SECOND as f64
+                    ),
+                    latency.len().to_string(),
+                    latency.quantile(0.5).map_or_else(String::new, ms),
+                    latency.quantile(0.99).map_or_else(String::new, ms),
+                ]
+            })
+    });
+    csv_bytes(&TIMESERIES_COLUMNS, rows)
+}
+
+/// Columns of `summary.csv`.
+pub const SUMMARY_COLUMNS: [&str; 17] = [
+    "policy",
+    "operations",
+    "succeeded",
+    "success_rate",
+    "attempts",
+    "status_checks",
+    "amplification",
+    "duplicate_writes",
+    "unknown_results",
+    "timeouts",
+    "mean_ms",
+    "p50_ms",
+    "p99_ms",
+    "peak_attempts_rps",
+    "wasted_work_s",
+    "recovery_s",
+    "events",
+];
+
+/// One row per policy; `recovery_s` is `never` when the run ended unhealthy.
+pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
+    let rows = run.policies.iter().map(|policy| {
+        let summary = &policy.summary;
+        vec![
+            policy.name.clone(),
+            summary.operations.to_string(),
+            summary.succeeded.to_string(),
+            format!("{:.6}", summary.success_rate),
+            summary.attempts.to_string(),
+            summary.status_checks.to_string(),
+            format!("{:.6}", summary.amplification),
+            summary.duplicate_writes.to_string(),
+            summary.unknown_results.to_string(),
+            summary.timeouts.to_string(),
+            optional(summary.mean_ms, 3),
+            optional(summary.p50_ms, 3),
+            optional(summary.p99_ms, 3),
+            format!("{:.3}", summary.peak_attempts_rps),
+            format!("{:.6}", summary.wasted_work_s),
+            summary
+                .recovery_s
+                .map_or_else(|| "never".to_string(), |seconds| format!("{seconds:.3}")),
+            policy.measurements.events.to_string(),
+        ]
+    });
+    csv_bytes(&SUMMARY_COLUMNS, rows)
+}
+
+/// A JSON array with one object per policy: the summary (`recovery_s` is `null` for never),
+/// failures by reason, and the upstream's counters.
+pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
+    let rounded = |value: f64, digits: i32| {
+        let scale = 10f64.powi(digits);
+        (value * scale).round() / scale
+    };
+    let policies: Vec<Value> = run
+        .policies
+        .iter()
+        .map(|policy| {
+            let summary = &policy.summary;
+            let upstream = &policy.measurements.upstream;
+            let failures: Map<String, Value> = policy
+                .measurements
+                .failures
+                .iter()
+                .map(|(reason, count)| (reason.clone(), json!(count)))
+                .collect();
+            json!({
+                "policy": policy.name,
+                "operations": summary.operations,
+                "succeeded": summary.succeeded,
+                "success_rate": rounded(summary.success_rate, 6),
+                "attempts": summary.attempts,
+                "status_checks": summary.status_checks,
+                "amplification": rounded(summary.amplification, 6),
+                "duplicate_writes": summary.duplicate_writes,
+                "unknown_results": summary.unknown_results,
+                "timeouts": summary.timeouts,
+                "mean_ms": summary.mean_ms.map(|v| rounded(v, 3)),
+                "p50_ms": summary.p50_ms.map(|v| rounded(v, 3)),
+                "p99_ms": summary.p99_ms.map(|v| rounded(v, 3)),
+                "peak_attempts_rps": rounded(summary.peak_attempts_rps, 3),
+                "wasted_work_s": rounded(summary.wasted_work_s, 6),
+                "recovery_s": summary.recovery_s.map(|v| rounded(v, 3)),
+                "events": policy.measurements.events,
+                "failures": failures,
+                "upstream": {
+                    "arrivals": upstream.arrivals,
+                    "served_at_once": upstream.served_at_once,
+                    "queued": upstream.queued,
+                    "refused": upstream.refused,
+                    "served": upstream.served,
+                    "dropped_expired": upstream.dropped_expired,
+                    "replayed": upstream.replayed,
+                    "writes": upstream.writes,
+                },
+            })
+        })
+        .collect();
+    let mut bytes = serde_json::to_vec_pretty(&policies).expect("JSON values serialize");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The scenario as simulated, with every default written out.
+pub fn resolved_scenario(run: &ScenarioRun) -> Vec<u8> {
+    let header = "# The scenario exactly as simulated: every default written out.\n";
+    format!("{header}{}", run.scenario.to_resolved_toml()).into_bytes()
+}
+
+/// Columns of `trace.csv`.
+pub const TRACE_COLUMNS: [&str; 11] = [
+    "policy",
+    "client",
+    "operation",
+    "attempt",
+    "send_ms",
+    "end_ms",
+    "outcome",
+    "status",
+    "retry_after_ms",
+    "next_delay_ms",
+    "reason",
+];
+
+/// Streams one policy's attempts to a temporary CSV file (no header), as they resolve. The
+/// parts are joined into `trace.csv` in policy order by [`finish_trace`].
+pub struct TraceWriter {
+    policy: String,
+    path: PathBuf,
+    writer: csv::Writer<BufWriter<File>>,
+    error: Option<io::Error>,
+}
+
+impl TraceWriter {
+    /// A writer for `policy`'s attempts, into a part file in `folder`.
+    pub fn create(folder: &Path, policy: &str, index: usize) -> io::Result<TraceWriter> {
+        let path = folder.join(format!(".trace.{index}.{}.partial", std::process::id()));
+        let writer = csv::WriterBuilder::new()
+            .has_headers(false)
+            .from_writer(BufWriter::new(File::create(&path)?));
+        Ok(TraceWriter {
+            policy: policy.to_string(),
+            path,
+            writer,
+            error: None,
+        })
+    }
+}
+
+impl Observer for TraceWriter {
+    fn attempt(&mut self, record: &AttemptRecord) {
+        if self.error.is_some() {
+            return;
+        }
+        let micros_to_ms = |micros: Micros| ms(micros as f64);
+        let row = [
+            self.policy.clone(),
+            record.client.to_string(),
+            record.operation.to_string(),
+            record.attempt.to_string(),
+            micros_to_ms(record.send),
+            micros_to_ms(record.end),
+            record.outcome.to_string(),
+            record
+                .status
+                .map_or_else(String::new, |status| status.to_string()),
+            record.retry_after.map_or_else(String::new, micros_to_ms),
+            record.next_delay.map_or_else(String::new, micros_to_ms),
+            record.reason.to_string(),
+        ];
+        if let Err(error) = self.writer.write_record(&row) {
+            self.error = Some(error.into());
+        }
+    }
+}
+
+/// Joins the policies' trace parts, in order, under one header into `path`, atomically, and
+/// removes the parts (also when joining fails).
+pub fn finish_trace(path: &Path, parts: Vec<TraceWriter>) -> io::Result<()> {
+    let part_paths: Vec<PathBuf> = parts.iter().map(|part| part.path.clone()).collect();
+    let temporary = temporary_path(path);
+    let result = (|| {
+        let mut out = BufWriter::new(File::create(&temporary)?);
+        out.write_all(&csv_bytes(&TRACE_COLUMNS, std::iter::empty()))?;
+        for part in parts {
+            if let Some(error) = part.error {
+                return Err(error);
+            }
+            let file = part
+                .writer
+                .into_inner()
+                .map_err(|error| error.into_error())?
+                .into_inner()
+                .map_err(|error| error.into_error())?;
+            drop(file);
+            io::copy(&mut File::open(&part.path)?, &mut out)?;
+        }
+        out.into_inner()
+            .map_err(|error| error.into_error())?
+            .sync_all()?;
+        fs::rename(&temporary, path)
+    })();
+    for part_path in part_paths {
+        let _ = fs::remove_file(part_path);
+    }
+    if result.is_err() {
+        let _ = fs::remove_file(&temporary);
+    }
+    result
+}
