@@ -56,8 +56,9 @@ impl Distribution {
                 min.0 as f64 + (max.0 - min.0) as f64 * stream.unit()
             }
         };
-        // `as` saturates: a sample beyond u64 (impossible for sane parameters) stays finite.
-        value.round() as Micros
+        // Round half up (values are never negative); `as` saturates, so a sample beyond u64
+        // (impossible for sane parameters) stays finite.
+        (value + 0.5) as Micros
     }
 }
 

@@ -11,7 +11,9 @@
 //! exactly as the article's procedure takes it: with `max_attempts = 3` an operation is sent at
 //! most four times. A write endpoint with a status endpoint first asks it (a real request,
 //! using capacity) after a failure without a response: committed means success, not found means
-//! the decision may retry, still pending or no answer means the outcome is unknown.
+//! the decision may repeat the request; still pending, or no answer, means the decision may ask
+//! again later (within the same attempt budget and deadline), and if it stops the outcome is
+//! unknown.
 //!
 //! The *network* delays every message by a latency draw; `request_loss` drops a request before
 //! the upstream sees it, `response_loss` drops a response after the work is done, and only the
@@ -176,7 +178,7 @@ struct Attempt {
 struct Operation {
     id: u64,
     client: u32,
-    endpoint: usize,
+    endpoint: u16,
     start: Micros,
     deadline: Micros,
     attempt: u32,
@@ -186,6 +188,8 @@ struct Operation {
     writes: u32,
     key: KeyState,
     in_upstream: u32,
+    /// The client is asking the status endpoint rather than repeating the request.
+    checking: bool,
 }
 
 /// The policy, in the units the decision takes.
@@ -311,7 +315,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             if self.now >= self.duration && self.unfinished == 0 {
                 break;
             }
-            if self.recorder.events() % PROGRESS_EVERY == 0 {
+            if self.recorder.events().is_multiple_of(PROGRESS_EVERY) {
                 self.observer.progress(self.now);
             }
         }
@@ -356,7 +360,14 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.start_operation(client);
                 }
             }
-            Event::Send(operation) => self.send(operation, false),
+            Event::Send(operation) => {
+                let checking = self
+                    .operations
+                    .get(operation)
+                    .expect("a waiting operation is live")
+                    .checking;
+                self.send(operation, checking);
+            }
             Event::Reach(attempt) => self.reach(attempt),
             Event::ServiceDone(attempt) => self.service_done(attempt),
             Event::Response(attempt) => self.response(attempt),
@@ -400,7 +411,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let operation = self.operations.insert(Operation {
             id,
             client,
-            endpoint,
+            endpoint: endpoint as u16,
             start: self.now,
             deadline: self.now + self.scenario.clients.deadline.micros(),
             attempt: 0,
@@ -410,6 +421,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             writes: 0,
             key: KeyState::Unseen,
             in_upstream: 0,
+            checking: false,
         });
         self.send(operation, false);
     }
@@ -530,8 +542,19 @@ impl<'a, O: Observer> Engine<'a, O> {
         let (next_delay, reason) = if status_check {
             match (timed_out, reply) {
                 (None, Reply::Committed) => self.succeed(operation),
-                (None, Reply::NotFound) => self.decide(operation, None, true, None),
-                _ => self.fail(operation, UNKNOWN_STATUS),
+                (None, Reply::NotFound) => {
+                    // Never written: the request itself may be repeated.
+                    self.operations
+                        .get_mut(operation)
+                        .expect("live operation")
+                        .checking = false;
+                    self.decide(operation, None, true, None)
+                }
+                // Still being processed: ask again later, as after a transport error.
+                (None, Reply::StillPending) | (Some(_), _) | (None, Reply::Reset) => {
+                    self.decide(operation, None, true, None)
+                }
+                (None, _) => self.decide(operation, status, false, retry_after),
             }
         } else {
             match (timed_out, reply) {
@@ -563,9 +586,13 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// have written, else let the decision judge a transport error.
     fn no_response(&mut self, key: Key) -> (Option<Micros>, &'static str) {
         let operation = self.operations.get(key).expect("live operation");
-        let endpoint = &self.endpoints[operation.endpoint];
+        let endpoint = &self.endpoints[usize::from(operation.endpoint)];
         if endpoint.status_endpoint && !endpoint.idempotent_method {
             if operation.deadline > self.now {
+                self.operations
+                    .get_mut(key)
+                    .expect("live operation")
+                    .checking = true;
                 self.send(key, true);
                 return (None, "status-check");
             }
@@ -574,7 +601,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.decide(key, None, true, None)
     }
 
-    /// Asks the retry decision and acts on it.
+    /// Asks the retry decision and acts on it. While the client is asking the status endpoint,
+    /// a retry asks it again, and a stop leaves the outcome unknown.
     fn decide(
         &mut self,
         key: Key,
@@ -583,7 +611,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         retry_after: Option<Micros>,
     ) -> (Option<Micros>, &'static str) {
         let operation = self.operations.get(key).expect("live operation");
-        let endpoint = &self.endpoints[operation.endpoint];
+        let endpoint = &self.endpoints[usize::from(operation.endpoint)];
         let policy = &self.client.policy;
         let retry_after_random =
             if policy.retry_after == RetryAfterMode::HonorJittered && retry_after.is_some() {
@@ -618,7 +646,17 @@ impl<'a, O: Observer> Engine<'a, O> {
                 self.events.push(self.now + delay, Event::Send(key));
                 (Some(delay), "retry")
             }
-            Decision::Stop(reason) => self.fail(key, reason.name()),
+            Decision::Stop(reason) => {
+                let checking = self.operations.get(key).expect("live operation").checking;
+                self.fail(
+                    key,
+                    if checking {
+                        UNKNOWN_STATUS
+                    } else {
+                        reason.name()
+                    },
+                )
+            }
         }
     }
 
@@ -710,7 +748,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .operations
                 .get_mut(operation_key)
                 .expect("live operation");
-            if self.endpoints[operation.endpoint].idempotency_key {
+            if self.endpoints[usize::from(operation.endpoint)].idempotency_key {
                 match operation
                     .key
                     .verdict(self.now, upstream.idempotency_ttl.micros())
@@ -810,7 +848,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
         } else {
             operation.in_upstream -= 1;
-            let endpoint = &self.endpoints[operation.endpoint];
+            let endpoint = &self.endpoints[usize::from(operation.endpoint)];
             if !endpoint.idempotent_method {
                 operation.writes += 1;
                 let duplicate = operation.writes > 1;
@@ -882,7 +920,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             .operations
             .get_mut(operation_key)
             .expect("live operation");
-        if !self.endpoints[operation.endpoint].idempotency_key
+        if !self.endpoints[usize::from(operation.endpoint)].idempotency_key
             || operation.key != KeyState::InFlight
         {
             return;

@@ -136,7 +136,7 @@ impl fmt::Display for Duration {
         let (name, scale) = UNITS
             .iter()
             .rev()
-            .find(|(_, scale)| self.0 % scale == 0)
+            .find(|(_, scale)| self.0.is_multiple_of(*scale))
             .expect("every duration is a whole number of microseconds");
         write!(f, "{}{name}", self.0 / scale)
     }

@@ -14,6 +14,8 @@ use super::{Scenario, Workload};
 
 /// At most this many time-series buckets: each holds a latency histogram.
 pub const MAX_BUCKETS: u64 = 100_000;
+/// At most this many endpoints.
+pub const MAX_OPERATIONS: usize = 1000;
 /// At most this many operations per second offered by an open workload.
 pub const MAX_OPEN_RATE: f64 = 1e8;
 
@@ -103,10 +105,10 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
             "deadline and attempt_timeout must be above zero".into(),
         ));
     }
-    if clients.operations.is_empty() {
+    if clients.operations.is_empty() || clients.operations.len() > MAX_OPERATIONS {
         return Err((
             count_span,
-            "at least one [[clients.operations]] is needed".into(),
+            format!("from 1 to {MAX_OPERATIONS} [[clients.operations]] are needed"),
         ));
     }
     let mut names = BTreeSet::new();
@@ -174,13 +176,13 @@ fn validate_upstream(scenario: &Scenario) -> Result<(), Problem> {
         }
         previous = Some((at, repeats));
     }
-    if let Some(limit) = &upstream.rate_limit {
-        if limit.retry_after_granularity.get_ref().micros() == 0 {
-            return Err((
-                limit.retry_after_granularity.span(),
-                "retry_after_granularity must be above zero; \"1ms\" is the finest useful".into(),
-            ));
-        }
+    if let Some(limit) = &upstream.rate_limit
+        && limit.retry_after_granularity.get_ref().micros() == 0
+    {
+        return Err((
+            limit.retry_after_granularity.span(),
+            "retry_after_granularity must be above zero; \"1ms\" is the finest useful".into(),
+        ));
     }
     Ok(())
 }

@@ -1,0 +1,46 @@
+//! Helpers shared by the integration tests.
+
+use retrystorm::engine::{AttemptRecord, Observer};
+use retrystorm::run::{ScenarioRun, run_scenario};
+use retrystorm::scenario::{Scenario, load_str};
+
+/// A scenario from TOML text, which must be valid.
+pub fn scenario(text: &str) -> Scenario {
+    load_str(text, "test.toml", &[]).unwrap_or_else(|error| panic!("{error}"))
+}
+
+/// Runs every policy without observers.
+pub fn run(scenario: &Scenario) -> ScenarioRun {
+    let observers = vec![Collector::default(); scenario.policy.len()];
+    run_scenario(scenario, observers).0
+}
+
+/// Runs every policy and keeps every attempt record.
+pub fn run_traced(scenario: &Scenario) -> (ScenarioRun, Vec<Vec<AttemptRecord>>) {
+    let observers = vec![Collector::default(); scenario.policy.len()];
+    let (run, observers) = run_scenario(scenario, observers);
+    (
+        run,
+        observers
+            .into_iter()
+            .map(|collector| collector.records)
+            .collect(),
+    )
+}
+
+/// An observer that keeps every attempt.
+#[derive(Debug, Default, Clone)]
+pub struct Collector {
+    pub records: Vec<AttemptRecord>,
+}
+
+impl Observer for Collector {
+    fn attempt(&mut self, record: &AttemptRecord) {
+        self.records.push(record.clone());
+    }
+}
+
+/// The relative difference of `measured` from `expected`.
+pub fn relative_error(measured: f64, expected: f64) -> f64 {
+    (measured - expected).abs() / expected
+}
