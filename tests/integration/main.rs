@@ -3,5 +3,8 @@
 mod article_behaviours;
 mod decide_command;
 mod decision_properties;
+mod determinism;
 mod queueing;
+mod run_command;
+mod scenario_errors;
 mod support;

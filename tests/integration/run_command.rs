@@ -1,0 +1,211 @@
+//! `retrystorm run` and `retrystorm check` end to end.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn retrystorm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("retrystorm runs")
+}
+
+fn fresh_folder(name: &str) -> PathBuf {
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&folder);
+    folder
+}
+
+#[test]
+fn the_bundled_scenario_runs_and_writes_every_file() {
+    let out = fresh_folder("run-thundering-herd");
+    let output = retrystorm(&[
+        "run",
+        "scenarios/thundering-herd.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--stats",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for expected in [
+        "no jitter",
+        "full jitter + Retry-After",
+        "stats: total:",
+        "million events/s",
+        "peak memory",
+    ] {
+        assert!(stdout.contains(expected), "{expected:?} not in {stdout}");
+    }
+    let folder = out.join("thundering-herd");
+    let timeseries = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
+    let header = timeseries.lines().next().unwrap();
+    for column in [
+        "policy",
+        "t_s",
+        "attempts",
+        "first_attempts",
+        "retries",
+        "ok",
+        "rejected_429",
+        "rejected_503",
+        "timeouts",
+        "succeeded",
+        "failed",
+        "duplicate_writes",
+        "queue_len",
+        "capacity_rps",
+        "p50_ms",
+        "p99_ms",
+    ] {
+        assert!(
+            header.split(',').any(|name| name == column),
+            "timeseries lacks {column}"
+        );
+    }
+    // 30 s in 50 ms buckets, plus the drain, for each of three policies.
+    assert!(timeseries.lines().count() > 3 * 600);
+    let summary = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    assert_eq!(summary.lines().count(), 4);
+    for column in [
+        "policy",
+        "operations",
+        "succeeded",
+        "success_rate",
+        "attempts",
+        "amplification",
+        "duplicate_writes",
+        "unknown_results",
+        "p50_ms",
+        "p99_ms",
+        "peak_attempts_rps",
+        "wasted_work_s",
+        "recovery_s",
+    ] {
+        assert!(
+            summary
+                .lines()
+                .next()
+                .unwrap()
+                .split(',')
+                .any(|name| name == column),
+            "summary lacks {column}"
+        );
+    }
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 3);
+    // The resolved scenario is itself a valid scenario.
+    let check = retrystorm(&["check", folder.join("scenario.toml").to_str().unwrap()]);
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // The lesson is visible: after the outage, lock-step retries peak well above jittered ones.
+    let peak_after = |policy: &str| -> f64 {
+        timeseries
+            .lines()
+            .skip(1)
+            .map(|line| line.split(',').collect::<Vec<_>>())
+            .filter(|cells| cells[0] == policy && cells[1].parse::<f64>().unwrap() >= 14.0)
+            .map(|cells| cells[3].parse::<f64>().unwrap())
+            .fold(0.0, f64::max)
+    };
+    assert!(peak_after("no jitter") >= 2.0 * peak_after("full jitter"));
+}
+
+#[test]
+fn trace_has_one_row_per_attempt() {
+    let out = fresh_folder("run-trace");
+    let output = retrystorm(&[
+        "run",
+        "scenarios/thundering-herd.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--trace",
+        "--set",
+        "duration=3s",
+        "--set",
+        "clients.count=50",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let folder = out.join("thundering-herd");
+    let trace = std::fs::read_to_string(folder.join("trace.csv")).unwrap();
+    assert!(trace.starts_with(
+        "policy,client,operation,attempt,send_ms,end_ms,outcome,status,retry_after_ms,next_delay_ms,reason\n"
+    ));
+    let summary = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let attempts: u64 = summary
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(trace.lines().count() as u64 - 1, attempts);
+    // No partial files are left behind.
+    let leftovers: Vec<_> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with('.'))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn seed_and_set_change_the_run() {
+    let out = fresh_folder("run-seed");
+    let run_with = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "scenarios/thundering-herd.toml",
+            "--out",
+            out.to_str().unwrap(),
+            "--set",
+            "duration=2s",
+        ];
+        args.extend_from_slice(extra);
+        assert!(retrystorm(&args).status.success());
+        std::fs::read_to_string(out.join("thundering-herd/summary.csv")).unwrap()
+    };
+    let default = run_with(&[]);
+    assert_eq!(run_with(&[]), default);
+    assert_ne!(run_with(&["--seed", "7"]), default);
+    let resolved = std::fs::read_to_string(out.join("thundering-herd/scenario.toml")).unwrap();
+    assert!(resolved.contains("seed = 7"));
+}
+
+#[test]
+fn check_reports_every_invalid_scenario_with_its_position() {
+    let folder = fresh_folder("check");
+    std::fs::create_dir_all(&folder).unwrap();
+    let bad = folder.join("bad.toml");
+    std::fs::write(&bad, "name = \"bad\"\nduration = \"1s\"\n[clients]\ncount = 0\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n").unwrap();
+    let output = retrystorm(&[
+        "check",
+        "scenarios/thundering-herd.toml",
+        bad.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("ok: scenarios/thundering-herd.toml"));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("bad.toml:4:9: 0 is out of range"),
+        "{stderr}"
+    );
+
+    let missing = retrystorm(&["run", "no/such/file.toml"]);
+    assert_eq!(missing.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&missing.stderr)
+            .contains("no/such/file.toml: cannot read the scenario")
+    );
+}

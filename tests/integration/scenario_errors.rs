@@ -1,0 +1,214 @@
+//! Bad scenarios: every error names the file, line and column, and says what is valid.
+
+use retrystorm::scenario::{Override, load_str};
+
+const VALID: &str = r#"name = "ok"
+duration = "10s"
+
+[clients]
+count = 100
+rate = 1.0
+
+[upstream]
+workers = 10
+service_time = "5ms"
+
+[[policy]]
+name = "a"
+"#;
+
+/// The error for `VALID` with `from` replaced by `to`.
+fn error_with(from: &str, to: &str) -> String {
+    assert!(VALID.contains(from), "{from:?} is not in the base scenario");
+    let text = VALID.replacen(from, to, 1);
+    match load_str(&text, "bad.toml", &[]) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+fn assert_contains(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(message.contains(part), "{message:?} lacks {part:?}");
+    }
+}
+
+#[test]
+fn the_base_scenario_is_valid() {
+    load_str(VALID, "ok.toml", &[]).unwrap();
+}
+
+#[test]
+fn unknown_keys_suggest_the_nearest_name() {
+    let message = error_with("rate = 1.0", "rate = 1.0\natempt_timeout = \"1s\"");
+    assert_contains(
+        &message,
+        &[
+            "bad.toml:7:1:",
+            "unknown field `atempt_timeout`",
+            "did you mean `attempt_timeout`?",
+        ],
+    );
+    let message = error_with("name = \"a\"", "name = \"a\"\njiter = \"full\"");
+    assert_contains(&message, &["bad.toml:14:1:", "did you mean `jitter`?"]);
+}
+
+#[test]
+fn wrong_types_and_ranges_point_at_the_value() {
+    let cases: [(&str, &str, &[&str]); 9] = [
+        (
+            "count = 100",
+            "count = \"many\"",
+            &["bad.toml:5:9:", "expected an integer from 1 to 100000000"],
+        ),
+        (
+            "count = 100",
+            "count = 0",
+            &["bad.toml:5:9:", "0 is out of range"],
+        ),
+        (
+            "count = 100",
+            "count = 1000000000",
+            &["bad.toml:5:9:", "out of range"],
+        ),
+        (
+            "duration = \"10s\"",
+            "duration = \"-10s\"",
+            &["bad.toml:2:12:", "invalid duration \"-10s\""],
+        ),
+        (
+            "service_time = \"5ms\"",
+            "service_time = \"5 ms\"",
+            &["bad.toml:10:16:", "invalid duration"],
+        ),
+        (
+            "rate = 1.0",
+            "rate = 1.0\n[network]\nresponse_loss = 1.5",
+            &[
+                "bad.toml:8:17:",
+                "1.5 is out of range; expected a number from 0 to 1",
+            ],
+        ),
+        (
+            "name = \"a\"",
+            "name = \"a\"\njitter = \"ful\"",
+            &[
+                "bad.toml:14:10:",
+                "unknown jitter `ful` (did you mean `full`?)",
+            ],
+        ),
+        (
+            "service_time = \"5ms\"",
+            "service_time = \"5ms\"\noutage = \"crahs\"",
+            &["bad.toml:11:10:", "did you mean `crash`?"],
+        ),
+        (
+            "workers = 10",
+            "workers = 10.5",
+            &["bad.toml:9:11:", "expected an integer"],
+        ),
+    ];
+    for (from, to, parts) in cases {
+        assert_contains(&error_with(from, to), parts);
+    }
+}
+
+#[test]
+fn relations_between_values_are_checked() {
+    let cases: [(&str, &str, &[&str]); 7] = [
+        (
+            "name = \"a\"",
+            "name = \"a\"\nbase = \"5s\"\ncap = \"1s\"",
+            &["bad.toml:15:7:", "cap 1s is below base 5s"],
+        ),
+        (
+            "service_time = \"5ms\"",
+            "service_time = \"5ms\"\ncapacity = [ { at = \"5s\", factor = 1.0 }, { at = \"2s\", factor = 0.5 } ]",
+            &["bad.toml:11:50:", "capacity points must be sorted"],
+        ),
+        (
+            "rate = 1.0",
+            "rate = 1.0\n[[clients.operations]]\nname = \"x\"\nweight = 0.0",
+            &["bad.toml:9:10:", "weights sum to zero"],
+        ),
+        (
+            "rate = 1.0",
+            "workload = \"closed\"",
+            &["bad.toml:6:12:", "a closed workload needs `think_time`"],
+        ),
+        ("rate = 1.0", "", &["an open workload needs `rate`"]),
+        (
+            "[[policy]]\nname = \"a\"\n",
+            "[[policy]]\nname = \"a\"\n[[policy]]\nname = \"a\"\n",
+            &["bad.toml:15:8:", "used twice"],
+        ),
+        (
+            "duration = \"10s\"",
+            "duration = \"10s\"\nbucket = \"1us\"",
+            &["bad.toml:3:10:", "too many"],
+        ),
+    ];
+    for (from, to, parts) in cases {
+        assert_contains(&error_with(from, to), parts);
+    }
+}
+
+#[test]
+fn syntax_errors_have_a_position() {
+    let message = error_with("count = 100", "count = = 100");
+    assert_contains(&message, &["bad.toml:5:"]);
+}
+
+#[test]
+fn overrides_are_validated_like_the_file_and_blamed_for_their_errors() {
+    let set = |text: &str| text.parse::<Override>().unwrap();
+    let scenario = load_str(
+        VALID,
+        "ok.toml",
+        &[set("clients.count=5000"), set("policy.base=50ms")],
+    )
+    .unwrap();
+    assert_eq!(scenario.clients.count.get_ref().get(), 5000);
+    assert_eq!(scenario.policy[0].base.to_string(), "50ms");
+
+    let message = load_str(VALID, "ok.toml", &[set("clients.count=0")])
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &["ok.toml: --set clients.count=0:", "0 is out of range"],
+    );
+    let message = load_str(VALID, "ok.toml", &[set("clients.cont=5")])
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, &["--set clients.cont=5", "did you mean `count`?"]);
+    let message = load_str(VALID, "ok.toml", &[set("upstream.rate_limit.rate=-1")])
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &["--set upstream.rate_limit.rate=-1", "out of range"],
+    );
+    let message = load_str(VALID, "ok.toml", &[set("policy.3.base=1s")])
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &["--set policy.3.base=1s", "index 3 is out of range"],
+    );
+    // Errors elsewhere in the file keep their own line numbers after an inserted key.
+    let broken = VALID.replace("name = \"a\"", "name = \"a\"\ncap = \"1ms\"");
+    let message = load_str(
+        &broken,
+        "bad.toml",
+        &[
+            set("clients.think_time=1s"),
+            set("clients.workload=closed"),
+            set("clients.rate="),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(message.starts_with("bad.toml"), "{message}");
+    assert!("novalue".parse::<Override>().is_err());
+}
