@@ -1,0 +1,34 @@
+//! Criterion benchmark of the engine: events per second on the large scenario, shortened.
+//!
+//! `scenarios/bench/large.toml` (a million open-loop clients, 200,000 operations/s, a 10 s crash)
+//! is run for 25 s of simulated time instead of 60, one policy at a time on one thread, so that
+//! criterion can repeat it. Throughput is reported in events per second. The full run, with peak
+//! memory, is `retrystorm run scenarios/bench/large.toml --stats`.
+
+use std::path::Path;
+
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use retrystorm::engine::{Quiet, simulate};
+use retrystorm::scenario::{Override, load};
+
+fn large_scenario(c: &mut Criterion) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bench/large.toml");
+    let shortened = Override {
+        key: "duration".into(),
+        value: "25s".into(),
+    };
+    let scenario = load(&path, &[shortened]).expect("the bundled benchmark scenario is valid");
+    let mut group = c.benchmark_group("engine");
+    group.sample_size(10);
+    for policy in &scenario.policy {
+        let events = simulate(&scenario, policy, &mut Quiet).events;
+        group.throughput(Throughput::Elements(events));
+        group.bench_function(policy.name.get_ref(), |bench| {
+            bench.iter(|| simulate(&scenario, policy, &mut Quiet))
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, large_scenario);
+criterion_main!(benches);
