@@ -180,14 +180,13 @@ struct Operation {
     client: u32,
     endpoint: u16,
     start: Micros,
-    deadline: Micros,
-    attempt: u32,
+    attempt: u16,
     previous_delay_ms: Option<f64>,
-    live_attempts: u32,
+    live_attempts: u16,
     finished: bool,
-    writes: u32,
+    writes: u16,
     key: KeyState,
-    in_upstream: u32,
+    in_upstream: u16,
     /// The client is asking the status endpoint rather than repeating the request.
     checking: bool,
 }
@@ -210,6 +209,8 @@ struct Engine<'a, O: Observer> {
     recorder: Recorder,
     // Precomputed configuration.
     duration: Micros,
+    /// Every operation's time budget.
+    deadline: Micros,
     bucket: Micros,
     endpoints: Vec<Endpoint>,
     latency: Distribution,
@@ -271,6 +272,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             events: EventQueue::default(),
             recorder: Recorder::new(scenario.bucket.get_ref().micros()),
             duration: scenario.duration.get_ref().micros(),
+            deadline: clients.deadline.micros(),
             bucket: scenario.bucket.get_ref().micros(),
             endpoints,
             latency: scenario.network.latency,
@@ -413,7 +415,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             client,
             endpoint: endpoint as u16,
             start: self.now,
-            deadline: self.now + self.scenario.clients.deadline.micros(),
             attempt: 0,
             previous_delay_ms: None,
             live_attempts: 0,
@@ -433,8 +434,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             .operations
             .get_mut(key)
             .expect("a live operation sends");
-        let index = operation.attempt;
-        let time_left = operation.deadline.saturating_sub(now);
+        let index = u32::from(operation.attempt);
+        let time_left = (operation.start + self.deadline).saturating_sub(now);
         operation.live_attempts += 1;
         let counts = self.recorder.at(now);
         if status_check {
@@ -588,7 +589,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let operation = self.operations.get(key).expect("live operation");
         let endpoint = &self.endpoints[usize::from(operation.endpoint)];
         if endpoint.status_endpoint && !endpoint.idempotent_method {
-            if operation.deadline > self.now {
+            if operation.start + self.deadline > self.now {
                 self.operations
                     .get_mut(key)
                     .expect("live operation")
@@ -625,7 +626,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             transport_error,
             attempt: f64::from(operation.attempt),
             now_ms: self.now as f64 / MICROS_PER_MS as f64,
-            deadline_ms: operation.deadline as f64 / MICROS_PER_MS as f64,
+            deadline_ms: (operation.start + self.deadline) as f64 / MICROS_PER_MS as f64,
             base_ms: self.client.base_ms,
             cap_ms: self.client.cap_ms,
             max_attempts: self.client.max_attempts,

@@ -93,7 +93,7 @@ pub struct Measurements {
     /// Sum of the latencies of successful operations, for an exact mean.
     pub latency_sum_us: u128,
     /// Why operations ended without success, by the decision's reason (plus `no-status`).
-    pub failures: BTreeMap<String, u64>,
+    pub failures: BTreeMap<&'static str, u64>,
     /// The upstream's own counters.
     pub upstream: UpstreamCounts,
     /// Operations started.
@@ -170,17 +170,13 @@ impl Recorder {
     }
 
     /// An operation ended without success at `end`, for `reason`.
-    pub fn failed(&mut self, end: Micros, reason: &str) {
+    pub fn failed(&mut self, end: Micros, reason: &'static str) {
         let counts = self.at(end);
         counts.failed += 1;
         if reason == StopReason::UnknownResult.name() || reason == UNKNOWN_STATUS {
             counts.unknown_results += 1;
         }
-        *self
-            .measurements
-            .failures
-            .entry(reason.to_string())
-            .or_insert(0) += 1;
+        *self.measurements.failures.entry(reason).or_insert(0) += 1;
     }
 
     /// Notes how many operations and attempts are in flight.

@@ -238,7 +238,7 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 .measurements
                 .failures
                 .iter()
-                .map(|(reason, count)| (reason.clone(), json!(count)))
+                .map(|(reason, count)| (reason.to_string(), json!(count)))
                 .collect();
             json!({
                 "policy": policy.name,
