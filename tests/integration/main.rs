@@ -8,3 +8,4 @@ mod queueing;
 mod run_command;
 mod scenario_errors;
 mod support;
+mod upstream_behaviours;
