@@ -191,12 +191,12 @@ impl Progress {
             let duration = scenario.duration.get_ref().micros().max(1);
             thread::spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    let slowest = simulated
+                    // Policies run a few at a time: the bar shows their mean progress.
+                    let fraction = simulated
                         .iter()
-                        .map(|time| time.load(Ordering::Relaxed))
-                        .min()
-                        .unwrap_or(0);
-                    let fraction = (slowest as f64 / duration as f64).min(1.0);
+                        .map(|time| (time.load(Ordering::Relaxed) as f64 / duration as f64).min(1.0))
+                        .sum::<f64>()
+                        / simulated.len().max(1) as f64;
                     let filled = (fraction * 30.0) as usize;
                     eprint!(
                         "\r{name} [{}{}] {:>3.0}%",
