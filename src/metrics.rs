@@ -48,6 +48,8 @@ pub struct BucketCounts {
     pub failed: u64,
     /// Operations that ended with the outcome unknown (the write may or may not have happened).
     pub unknown_results: u64,
+    /// Operations that ended without success, by reason, in the order of [`FAILURE_REASONS`].
+    pub failures: [u64; FAILURE_REASONS.len()],
     /// Writes committed beyond the first for one logical operation.
     pub duplicate_writes: u64,
     /// Requests waiting in the upstream's queue at the end of the bucket.
@@ -92,8 +94,6 @@ pub struct Measurements {
     pub total_latency: Histogram,
     /// Sum of the latencies of successful operations, for an exact mean.
     pub latency_sum_us: u128,
-    /// Why operations ended without success, by the decision's reason (plus `no-status`).
-    pub failures: BTreeMap<&'static str, u64>,
     /// The upstream's own counters.
     pub upstream: UpstreamCounts,
     /// Operations started.
@@ -122,7 +122,6 @@ impl Recorder {
                 latency: Vec::new(),
                 total_latency: Histogram::new(TOTAL_PRECISION),
                 latency_sum_us: 0,
-                failures: BTreeMap::new(),
                 upstream: UpstreamCounts::default(),
                 operations: 0,
                 events: 0,
@@ -169,14 +168,18 @@ impl Recorder {
         self.measurements.latency_sum_us += u128::from(latency);
     }
 
-    /// An operation ended without success at `end`, for `reason`.
+    /// An operation ended without success at `end`, for `reason`, one of [`FAILURE_REASONS`].
     pub fn failed(&mut self, end: Micros, reason: &'static str) {
+        let index = FAILURE_REASONS
+            .iter()
+            .position(|known| *known == reason)
+            .expect("the engine fails operations only for known reasons");
         let counts = self.at(end);
         counts.failed += 1;
+        counts.failures[index] += 1;
         if reason == StopReason::UnknownResult.name() || reason == UNKNOWN_STATUS {
             counts.unknown_results += 1;
         }
-        *self.measurements.failures.entry(reason).or_insert(0) += 1;
     }
 
     /// Notes how many operations and attempts are in flight.
@@ -221,6 +224,19 @@ impl Recorder {
 
 /// The failure reason of an operation whose status check could not say what happened.
 pub const UNKNOWN_STATUS: &str = "status-unknown";
+
+/// Why an operation can end without success: the decision's reasons, in the order of its
+/// checks, then [`UNKNOWN_STATUS`].
+pub const FAILURE_REASONS: [&str; 8] = [
+    "unknown-result",
+    "not-transient",
+    "invalid-attempt",
+    "max-attempts",
+    "invalid-delay",
+    "invalid-retry-after",
+    "deadline-exhausted",
+    UNKNOWN_STATUS,
+];
 
 /// One policy's results in a few numbers. See the README for each definition.
 #[derive(Debug, Clone, PartialEq)]
@@ -275,6 +291,22 @@ pub fn is_healthy(counts: &BucketCounts) -> bool {
 }
 
 impl Measurements {
+    /// Operations that ended without success over the whole run, by reason; reasons that never
+    /// occurred are left out.
+    pub fn failures(&self) -> BTreeMap<&'static str, u64> {
+        FAILURE_REASONS
+            .iter()
+            .enumerate()
+            .map(|(index, reason)| {
+                (
+                    *reason,
+                    self.buckets.iter().map(|b| b.failures[index]).sum(),
+                )
+            })
+            .filter(|(_, count)| *count > 0)
+            .collect()
+    }
+
     /// The summary of these measurements.
     pub fn summary(&self, window: RecoveryWindow) -> Summary {
         let total = |field: fn(&BucketCounts) -> u64| self.buckets.iter().map(field).sum::<u64>();
@@ -394,6 +426,22 @@ mod tests {
             }),
             None
         );
+    }
+
+    #[test]
+    fn failure_reasons_are_the_decisions_plus_status_unknown() {
+        let decision: Vec<&str> = StopReason::ALL.iter().map(|reason| reason.name()).collect();
+        assert_eq!(&FAILURE_REASONS[..7], &decision[..]);
+        let mut recorder = Recorder::new(MICROS_PER_SECOND);
+        recorder.failed(10, "max-attempts");
+        recorder.failed(2 * MICROS_PER_SECOND, "max-attempts");
+        recorder.failed(20, UNKNOWN_STATUS);
+        let measurements = recorder.finish();
+        assert_eq!(
+            measurements.failures().into_iter().collect::<Vec<_>>(),
+            [("max-attempts", 2), (UNKNOWN_STATUS, 1)]
+        );
+        assert_eq!(measurements.buckets[0].unknown_results, 1);
     }
 
     #[test]

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::engine::{AttemptRecord, Observer};
+use crate::metrics::FAILURE_REASONS;
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
@@ -81,7 +82,7 @@ fn optional(value: Option<f64>, digits: usize) -> String {
     value.map_or_else(String::new, |value| format!("{value:.digits$}"))
 }
 
-fn csv_bytes(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
+fn csv_bytes<H: AsRef<[u8]>>(header: &[H], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(header).expect("writing to memory");
     for row in rows {
@@ -119,6 +120,25 @@ pub const TIMESERIES_COLUMNS: [&str; 25] = [
     "p99_ms",
 ];
 
+/// The header of `timeseries.csv`: [`TIMESERIES_COLUMNS`] with, after `unknown_results`, one
+/// `failed_<reason>` column per failure reason (`failed_max_attempts`, ...).
+pub fn timeseries_header() -> Vec<String> {
+    let mut header: Vec<String> = TIMESERIES_COLUMNS
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    let after = header
+        .iter()
+        .position(|name| name == "unknown_results")
+        .expect("a known column")
+        + 1;
+    let reasons = FAILURE_REASONS
+        .iter()
+        .map(|reason| format!("failed_{}", reason.replace('-', "_")));
+    header.splice(after..after, reasons);
+    header
+}
+
 /// One row per policy and bucket: counts in the bucket, state at its end, latency of the
 /// operations that succeeded in it. `t_s` is the bucket's start in seconds.
 pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
@@ -154,6 +174,10 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
                     counts.succeeded.to_string(),
                     counts.failed.to_string(),
                     counts.unknown_results.to_string(),
+                ]
+                .into_iter()
+                .chain(counts.failures.iter().map(u64::to_string))
+                .chain([
                     counts.duplicate_writes.to_string(),
                     counts.queue_len.to_string(),
                     counts.workers_available.to_string(),
@@ -165,10 +189,11 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
                     latency.len().to_string(),
                     latency.quantile(0.5).map_or_else(String::new, ms),
                     latency.quantile(0.99).map_or_else(String::new, ms),
-                ]
+                ])
+                .collect()
             })
     });
-    csv_bytes(&TIMESERIES_COLUMNS, rows)
+    csv_bytes(&timeseries_header(), rows)
 }
 
 /// Columns of `summary.csv`.
@@ -236,8 +261,8 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
             let upstream = &policy.measurements.upstream;
             let failures: Map<String, Value> = policy
                 .measurements
-                .failures
-                .iter()
+                .failures()
+                .into_iter()
                 .map(|(reason, count)| (reason.to_string(), json!(count)))
                 .collect();
             json!({

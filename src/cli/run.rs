@@ -194,7 +194,9 @@ impl Progress {
                     // Policies run a few at a time: the bar shows their mean progress.
                     let fraction = simulated
                         .iter()
-                        .map(|time| (time.load(Ordering::Relaxed) as f64 / duration as f64).min(1.0))
+                        .map(|time| {
+                            (time.load(Ordering::Relaxed) as f64 / duration as f64).min(1.0)
+                        })
                         .sum::<f64>()
                         / simulated.len().max(1) as f64;
                     let filled = (fraction * 30.0) as usize;

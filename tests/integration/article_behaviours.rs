@@ -201,13 +201,13 @@ max_attempts = 100
     let (run, traces) = run_traced(&scenario(text));
     let measurements = &run.policies[0].measurements;
     assert_eq!(
-        measurements.failures.len(),
+        measurements.failures().len(),
         1,
         "{:?}",
-        measurements.failures
+        measurements.failures()
     );
     assert_eq!(
-        measurements.failures.get("deadline-exhausted").copied(),
+        measurements.failures().get("deadline-exhausted").copied(),
         Some(measurements.operations)
     );
     for sends in sends_by_operation(&traces[0]).values() {

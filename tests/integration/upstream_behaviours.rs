@@ -73,7 +73,11 @@ fn a_repeat_while_the_first_is_in_flight_gets_409_or_waits() {
         .sum();
     assert!(conflicts > 1000, "409s: {conflicts}");
     assert_eq!(
-        rejected.measurements.failures.get("not-transient").copied(),
+        rejected
+            .measurements
+            .failures()
+            .get("not-transient")
+            .copied(),
         Some(conflicts)
     );
     assert_eq!(rejected.summary.duplicate_writes, 0);
