@@ -27,6 +27,7 @@
 
 pub mod backoff;
 pub mod capacity;
+pub mod charts;
 pub mod decide;
 pub mod decision;
 pub mod distribution;

@@ -10,6 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+use rayon::prelude::*;
+use retrystorm::charts::{Chart, Format, render};
 use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace, write_atomic};
 use retrystorm::run::{ScenarioRun, run_scenario};
@@ -38,6 +40,12 @@ pub struct RunArgs {
     /// Report events processed, wall time, events per second and peak memory.
     #[arg(long)]
     stats: bool,
+    /// Chart formats, comma-separated: png, svg.
+    #[arg(long, value_delimiter = ',', default_value = "png,svg")]
+    format: Vec<Format>,
+    /// Do not draw charts.
+    #[arg(long)]
+    no_charts: bool,
 }
 
 #[derive(Debug, Args)]
@@ -140,11 +148,31 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
         let path = folder.join("trace.csv");
         finish_trace(&path, traces).map_err(|error| with_path(error, &path))?;
     }
+    if !args.no_charts {
+        write_charts(&run, &folder, &args.format)?;
+    }
     print_table(&run, &folder);
     if args.stats {
         print_stats(&run, wall);
     }
     Ok(())
+}
+
+/// Draws every chart in every format, in parallel, each written atomically.
+fn write_charts(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<()> {
+    let mut formats = formats.to_vec();
+    formats.sort();
+    formats.dedup();
+    let jobs: Vec<(Chart, Format)> = Chart::ALL
+        .iter()
+        .flat_map(|&chart| formats.iter().map(move |&format| (chart, format)))
+        .collect();
+    jobs.par_iter().try_for_each(|&(chart, format)| {
+        let path = folder.join(format!("{}.{}", chart.name(), format.extension()));
+        let bytes = render(run, chart, format)
+            .map_err(|error| io::Error::other(format!("{}: {error}", path.display())))?;
+        write_atomic(&path, &bytes).map_err(|error| with_path(error, &path))
+    })
 }
 
 fn with_path(error: io::Error, path: &Path) -> io::Error {

@@ -1,0 +1,930 @@
+//! Charts that compare policies: load, latency, duplicate writes, goodput, and an overview.
+//!
+//! The charts read a finished [`ScenarioRun`] (its measurements and its scenario) and nothing
+//! else; they never reach into the engine. Each is drawn once per format: PNG through plotters'
+//! bitmap backend, encoded here with the `png` crate, and SVG through its SVG backend. Text is
+//! drawn with DejaVu Sans, embedded in the binary and registered with plotters' `ab_glyph`
+//! renderer, so a machine without any font installed draws the same pixels. Rendering and
+//! encoding are deterministic: the same run gives the same bytes.
+//!
+//! Conventions, the same in every chart: one colour per policy, in scenario order, from the
+//! Okabe-Ito palette (safe for the common forms of colour blindness); the upstream's capacity in
+//! grey; the incident window (capacity below its starting level) shaded; units on every axis;
+//! legends in a strip of their own above the plot, so they never cover data.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+
+use crate::capacity::CapacityCurve;
+use crate::metrics::FAILURE_REASONS;
+use crate::run::ScenarioRun;
+use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+
+/// Size of a single chart, in pixels.
+pub const CHART_SIZE: (u32, u32) = (1280, 720);
+/// Size of the overview sheet, in pixels.
+pub const OVERVIEW_SIZE: (u32, u32) = (1920, 1080);
+
+/// Okabe-Ito colours, without black (kept for text) and yellow (too pale on white) until the
+/// others are used.
+const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(240, 228, 66),  // yellow
+];
+const CAPACITY: RGBColor = RGBColor(120, 120, 120);
+const INCIDENT: RGBColor = RGBColor(232, 232, 232);
+const FONT: &str = "sans-serif";
+
+/// The colour of the policy at `index`.
+pub fn policy_colour(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}
+
+/// An image format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    /// PNG, for slides and documents.
+    Png,
+    /// SVG, for the web and for scaling.
+    Svg,
+}
+
+impl Format {
+    /// The file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Png => "png",
+            Format::Svg => "svg",
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "png" => Ok(Format::Png),
+            "svg" => Ok(Format::Svg),
+            other => Err(format!("unknown chart format {other:?}; valid: png, svg")),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.extension())
+    }
+}
+
+/// The charts every run draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chart {
+    /// Attempts per second reaching the upstream, with its capacity: the second wave.
+    Load,
+    /// p50 and p99 latency of successful operations, log scale.
+    Latency,
+    /// Cumulative duplicate writes and unknown results.
+    Duplicates,
+    /// Operations succeeded per second, and failures per second by reason.
+    Goodput,
+    /// The four above on one sheet.
+    Overview,
+}
+
+impl Chart {
+    /// Every chart, in the order they are written.
+    pub const ALL: [Chart; 5] = [
+        Chart::Load,
+        Chart::Latency,
+        Chart::Duplicates,
+        Chart::Goodput,
+        Chart::Overview,
+    ];
+
+    /// The file name without extension.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chart::Load => "load",
+            Chart::Latency => "latency",
+            Chart::Duplicates => "duplicates",
+            Chart::Goodput => "goodput",
+            Chart::Overview => "overview",
+        }
+    }
+
+    fn size(self) -> (u32, u32) {
+        if self == Chart::Overview {
+            OVERVIEW_SIZE
+        } else {
+            CHART_SIZE
+        }
+    }
+}
+
+/// A chart that could not be drawn or encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartError(String);
+
+impl fmt::Display for ChartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot draw the chart: {}", self.0)
+    }
+}
+
+impl std::error::Error for ChartError {}
+
+fn chart_error(error: impl fmt::Debug) -> ChartError {
+    ChartError(format!("{error:?}"))
+}
+
+/// Draws `chart` of `run` in `format` and returns the file's bytes.
+pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
+    register_fonts();
+    let data = ChartData::new(run);
+    let (width, height) = chart.size();
+    match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+                draw(&root, chart, &data)?;
+                root.present().map_err(chart_error)?;
+            }
+            Ok(svg.into_bytes())
+        }
+        Format::Png => {
+            let mut pixels = vec![0u8; (width * height * 3) as usize];
+            {
+                let root =
+                    BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
+                draw(&root, chart, &data)?;
+                root.present().map_err(chart_error)?;
+            }
+            encode_png(&pixels, width, height)
+        }
+    }
+}
+
+fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, ChartError> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(chart_error)?;
+    writer.write_image_data(rgb).map_err(chart_error)?;
+    writer.finish().map_err(chart_error)?;
+    Ok(bytes)
+}
+
+/// Registers the embedded DejaVu Sans with plotters, once per process.
+fn register_fonts() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        let fonts = [
+            (FontStyle::Normal, dejavu::sans::regular()),
+            (FontStyle::Bold, dejavu::sans::bold()),
+        ];
+        for (style, bytes) in fonts {
+            if plotters::style::register_font(FONT, style, bytes).is_err() {
+                unreachable!("the embedded DejaVu Sans is a valid font");
+            }
+        }
+    });
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: Chart,
+    data: &ChartData,
+) -> Result<(), ChartError> {
+    root.fill(&WHITE).map_err(chart_error)?;
+    let result = match chart {
+        Chart::Overview => draw_overview(root, data),
+        single => {
+            let title = format!("{}: {}", data.scenario, chart_title(single));
+            let body = titled(root, &title, 30)?;
+            draw_body(&body, single, data, 1.0)
+        }
+    };
+    result.map_err(chart_error)
+}
+
+fn chart_title(chart: Chart) -> &'static str {
+    match chart {
+        Chart::Load => "attempts reaching the upstream",
+        Chart::Latency => "latency of successful operations (p50 dashed, p99 solid)",
+        Chart::Duplicates => "duplicate writes (solid) and unknown results (dashed), cumulative",
+        Chart::Goodput => "goodput and failures",
+        Chart::Overview => "overview",
+    }
+}
+
+/// Draws a title at the top of `area` and returns the area below it.
+fn titled<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    size: u32,
+) -> Result<DrawingArea<DB, Shift>, ChartError> {
+    let (_, height) = area.dim_in_pixel();
+    let strip = size * 2;
+    let (top, rest) = area.split_vertically(strip.min(height / 3));
+    top.draw(&Text::new(
+        title.to_string(),
+        (12, (strip / 4) as i32),
+        (FONT, size as f64).into_font().style(FontStyle::Bold),
+    ))
+    .map_err(chart_error)?;
+    Ok(rest)
+}
+
+fn draw_overview<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    data: &ChartData,
+) -> DrawResult<DB> {
+    let (_, rest) = root.split_vertically(96);
+    root.draw(&Text::new(
+        data.scenario.clone(),
+        (16, 10),
+        (FONT, 36.0).into_font().style(FontStyle::Bold),
+    ))?;
+    for (line, text) in wrap(&data.description, 150).iter().take(2).enumerate() {
+        root.draw(&Text::new(
+            text.clone(),
+            (16, 54 + 22 * line as i32),
+            (FONT, 20.0).into_font(),
+        ))?;
+    }
+    let quarters = rest.split_evenly((2, 2));
+    let charts = [
+        Chart::Load,
+        Chart::Latency,
+        Chart::Duplicates,
+        Chart::Goodput,
+    ];
+    for (area, chart) in quarters.iter().zip(charts) {
+        let area = area.margin(4, 4, 8, 8);
+        area.draw(&Text::new(
+            capitalised(chart_title(chart)),
+            (4, 2),
+            (FONT, 20.0).into_font().style(FontStyle::Bold),
+        ))?;
+        let (_, body) = area.split_vertically(28);
+        draw_body(&body, chart, data, 0.8)?;
+    }
+    Ok(())
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Splits `text` into lines of at most about `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+fn draw_body<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    chart: Chart,
+    data: &ChartData,
+    scale: f64,
+) -> DrawResult<DB> {
+    match chart {
+        Chart::Load => draw_panel(area, &data.load_panel(), scale),
+        Chart::Latency => draw_panel(area, &data.latency_panel(), scale),
+        Chart::Duplicates => draw_panel(area, &data.duplicates_panel(), scale),
+        Chart::Goodput => {
+            let (_, height) = area.dim_in_pixel();
+            let (top, bottom) = area.split_vertically(height / 2);
+            draw_panel(&top, &data.goodput_panel(), scale)?;
+            draw_panel(&bottom, &data.failures_panel(), scale)
+        }
+        Chart::Overview => unreachable!("the overview is drawn from the other charts"),
+    }
+}
+
+/// One line of a panel.
+#[derive(Debug, Clone)]
+struct Series {
+    label: String,
+    colour: RGBColor,
+    dashed: bool,
+    /// Points in order of x; `None` breaks the line (no data in that bucket).
+    points: Vec<(f64, Option<f64>)>,
+}
+
+/// One plot: axes, shaded incident windows and lines.
+#[derive(Debug, Clone)]
+struct Panel {
+    y_label: &'static str,
+    log_y: bool,
+    series: Vec<Series>,
+    /// Time ranges to shade, seconds.
+    incidents: Vec<(f64, f64)>,
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+    scale: f64,
+) -> DrawResult<DB> {
+    let legend_rows = legend_layout(area, &panel.series, scale);
+    let row_height = (22.0 * scale) as u32;
+    let (legend, plot) = area.split_vertically(row_height * legend_rows.len() as u32 + 6);
+    draw_legend(&legend, &panel.series, &legend_rows, scale)?;
+    let data = panel.plot_data();
+    let x_end = data.x_end;
+    let label_font = (FONT, font_size(18.0, scale)).into_font();
+    let axis_font = (FONT, font_size(15.0, scale)).into_font();
+    let mut builder = ChartBuilder::on(&plot);
+    builder
+        .margin_left((14.0 * scale) as u32)
+        .margin_right((24.0 * scale) as u32)
+        .margin_top((8.0 * scale) as u32)
+        .x_label_area_size((48.0 * scale) as u32)
+        .y_label_area_size((100.0 * scale) as u32);
+    if panel.log_y {
+        let (low, high) = data.log_range();
+        let mut chart = builder.build_cartesian_2d(0.0..x_end, (low..high).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(panel.y_label)
+            .label_style(axis_font.clone())
+            .axis_desc_style(label_font.clone())
+            .light_line_style(RGBColor(240, 240, 240))
+            .y_label_formatter(&|value| compact(*value))
+            .draw()?;
+        for (start, end) in &data.incidents {
+            chart.draw_series([Rectangle::new(
+                [(*start, low), (*end, high)],
+                INCIDENT.filled(),
+            )])?;
+        }
+        draw_series(&mut chart, &panel.series, scale)
+    } else {
+        let high = data.linear_top();
+        let mut chart = builder.build_cartesian_2d(0.0..x_end, 0.0..high)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(panel.y_label)
+            .label_style(axis_font)
+            .axis_desc_style(label_font)
+            .light_line_style(RGBColor(240, 240, 240))
+            .y_label_formatter(&|value| compact(*value))
+            .draw()?;
+        for (start, end) in &data.incidents {
+            chart.draw_series([Rectangle::new(
+                [(*start, 0.0), (*end, high)],
+                INCIDENT.filled(),
+            )])?;
+        }
+        draw_series(&mut chart, &panel.series, scale)
+    }
+}
+
+/// A font size scaled to whole pixels: fractional sizes space glyphs unevenly.
+fn font_size(size: f64, scale: f64) -> f64 {
+    (size * scale).round()
+}
+
+/// `12000` as `12k`, `2500000` as `2.5M`: axis labels that stay short.
+fn compact(value: f64) -> String {
+    let magnitude = value.abs();
+    let (scaled, suffix) = if magnitude >= 1e6 {
+        (value / 1e6, "M")
+    } else if magnitude >= 1e4 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    let text = if scaled.fract() == 0.0 {
+        format!("{scaled:.0}")
+    } else if magnitude < 1.0 {
+        format!("{scaled:.2}")
+    } else {
+        format!("{scaled:.1}")
+    };
+    format!("{text}{suffix}")
+}
+
+fn draw_series<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    series: &[Series],
+    scale: f64,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend,
+    Y: Ranged<ValueType = f64>,
+{
+    let width = (2.0 * scale).max(1.0) as u32;
+    for line in series {
+        let style = line.colour.stroke_width(width);
+        for segment in segments(&line.points) {
+            if line.dashed {
+                chart.draw_series(DashedLineSeries::new(segment, 8, 5, style))?;
+            } else {
+                chart.draw_series(LineSeries::new(segment, style))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs of consecutive points that have a value.
+fn segments(points: &[(f64, Option<f64>)]) -> Vec<Vec<(f64, f64)>> {
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for &(x, y) in points {
+        match y {
+            Some(y) => runs.last_mut().expect("never empty").push((x, y)),
+            None if runs.last().is_some_and(|run| !run.is_empty()) => runs.push(Vec::new()),
+            None => {}
+        }
+    }
+    runs.retain(|run| !run.is_empty());
+    runs
+}
+
+/// Which legend entries go on which row, so that rows fit the width.
+fn legend_layout<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[Series],
+    scale: f64,
+) -> Vec<Vec<usize>> {
+    let (width, _) = area.dim_in_pixel();
+    let font = (FONT, font_size(16.0, scale)).into_font();
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = 0u32;
+    for (index, line) in series.iter().enumerate() {
+        let text_width = area
+            .estimate_text_size(&line.label, &TextStyle::from(font.clone()))
+            .map_or(200, |(w, _)| w);
+        let entry = (40.0 * scale) as u32 + text_width + (24.0 * scale) as u32;
+        if used + entry > width && !rows.last().expect("never empty").is_empty() {
+            rows.push(Vec::new());
+            used = 0;
+        }
+        rows.last_mut().expect("never empty").push(index);
+        used += entry;
+    }
+    rows
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[Series],
+    rows: &[Vec<usize>],
+    scale: f64,
+) -> DrawResult<DB> {
+    let font = (FONT, font_size(16.0, scale)).into_font();
+    let row_height = 22.0 * scale;
+    for (row, entries) in rows.iter().enumerate() {
+        let y = (row as f64 * row_height + row_height / 2.0 + 3.0) as i32;
+        let mut x = (108.0 * scale) as i32;
+        for &index in entries {
+            let line = &series[index];
+            let style = line.colour.stroke_width((2.0 * scale).max(1.0) as u32);
+            let sample = [(x, y), (x + (30.0 * scale) as i32, y)];
+            if line.dashed {
+                area.draw(&PathElement::new(
+                    vec![sample[0], (x + (12.0 * scale) as i32, y)],
+                    style,
+                ))?;
+                area.draw(&PathElement::new(
+                    vec![(x + (18.0 * scale) as i32, y), sample[1]],
+                    style,
+                ))?;
+            } else {
+                area.draw(&PathElement::new(sample.to_vec(), style))?;
+            }
+            x += (38.0 * scale) as i32;
+            area.draw(&Text::new(
+                line.label.clone(),
+                (x, y - (9.0 * scale) as i32),
+                font.clone(),
+            ))?;
+            let text_width = area
+                .estimate_text_size(&line.label, &TextStyle::from(font.clone()))
+                .map_or(200, |(w, _)| w);
+            x += text_width as i32 + (24.0 * scale) as i32;
+        }
+    }
+    Ok(())
+}
+
+/// Ranges of a panel: where its data ends, its extremes and the incident windows.
+struct PlotData {
+    x_end: f64,
+    max: f64,
+    min_positive: f64,
+    incidents: Vec<(f64, f64)>,
+}
+
+impl PlotData {
+    fn linear_top(&self) -> f64 {
+        if self.max > 0.0 { self.max * 1.08 } else { 1.0 }
+    }
+
+    fn log_range(&self) -> (f64, f64) {
+        if self.max <= 0.0 {
+            return (0.1, 10.0);
+        }
+        let low = self.min_positive.min(self.max) / 1.5;
+        (low.max(1e-3), self.max * 1.5)
+    }
+}
+
+/// Everything the charts need, read once from the run.
+struct ChartData {
+    scenario: String,
+    description: String,
+    bucket_s: f64,
+    /// Bucket start times, seconds.
+    times: Vec<f64>,
+    policies: Vec<PolicyData>,
+    capacity_rps: Vec<f64>,
+    incidents: Vec<(f64, f64)>,
+}
+
+struct PolicyData {
+    name: String,
+    attempts: Vec<f64>,
+    p50_ms: Vec<Option<f64>>,
+    p99_ms: Vec<Option<f64>>,
+    duplicate_writes: Vec<u64>,
+    unknown_results: Vec<u64>,
+    succeeded: Vec<u64>,
+    failures: Vec<[u64; FAILURE_REASONS.len()]>,
+}
+
+impl ChartData {
+    fn new(run: &ScenarioRun) -> ChartData {
+        let bucket = run.scenario.bucket.get_ref().micros();
+        let bucket_s = bucket as f64 / MICROS_PER_SECOND as f64;
+        let buckets = run
+            .policies
+            .iter()
+            .map(|policy| policy.measurements.buckets.len())
+            .max()
+            .unwrap_or(0);
+        let times = (0..buckets).map(|index| index as f64 * bucket_s).collect();
+        let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
+        let policies = run
+            .policies
+            .iter()
+            .map(|policy| {
+                let measurements = &policy.measurements;
+                PolicyData {
+                    name: policy.name.clone(),
+                    attempts: measurements
+                        .buckets
+                        .iter()
+                        .map(|b| b.attempts as f64)
+                        .collect(),
+                    p50_ms: measurements
+                        .latency
+                        .iter()
+                        .map(|h| h.quantile(0.5).map(to_ms))
+                        .collect(),
+                    p99_ms: measurements
+                        .latency
+                        .iter()
+                        .map(|h| h.quantile(0.99).map(to_ms))
+                        .collect(),
+                    duplicate_writes: measurements
+                        .buckets
+                        .iter()
+                        .map(|b| b.duplicate_writes)
+                        .collect(),
+                    unknown_results: measurements
+                        .buckets
+                        .iter()
+                        .map(|b| b.unknown_results)
+                        .collect(),
+                    succeeded: measurements.buckets.iter().map(|b| b.succeeded).collect(),
+                    failures: measurements.buckets.iter().map(|b| b.failures).collect(),
+                }
+            })
+            .collect();
+        let upstream = &run.scenario.upstream;
+        let curve = CapacityCurve::new(upstream.workers.get(), &upstream.capacity);
+        let per_worker_rps = if run.service_mean_us > 0.0 {
+            MICROS_PER_SECOND as f64 / run.service_mean_us
+        } else {
+            0.0
+        };
+        // Capacity at the middle of each bucket.
+        let capacity_rps = (0..buckets as u64)
+            .map(|index| curve.available(index * bucket + bucket / 2) as f64 * per_worker_rps)
+            .collect();
+        ChartData {
+            scenario: run.scenario.name.to_string(),
+            description: run.scenario.description.clone(),
+            bucket_s,
+            times,
+            policies,
+            capacity_rps,
+            incidents: incident_windows(&curve, buckets as u64 * bucket),
+        }
+    }
+
+    fn series(
+        &self,
+        label: String,
+        colour: RGBColor,
+        dashed: bool,
+        values: impl Iterator<Item = Option<f64>>,
+    ) -> Series {
+        Series {
+            label,
+            colour,
+            dashed,
+            points: self.times.iter().copied().zip(values).collect(),
+        }
+    }
+
+    fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.bucket_s
+    }
+
+    fn load_panel(&self) -> Panel {
+        let mut series: Vec<Series> = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(index, policy)| {
+                self.series(
+                    policy.name.clone(),
+                    policy_colour(index),
+                    false,
+                    policy
+                        .attempts
+                        .iter()
+                        .map(|count| Some(count / self.bucket_s)),
+                )
+            })
+            .collect();
+        series.push(self.series(
+            "upstream capacity".into(),
+            CAPACITY,
+            true,
+            self.capacity_rps.iter().map(|rps| Some(*rps)),
+        ));
+        Panel {
+            y_label: "attempts per second",
+            log_y: false,
+            series,
+            incidents: self.incidents.clone(),
+        }
+    }
+
+    fn latency_panel(&self) -> Panel {
+        let mut series = Vec::new();
+        for (index, policy) in self.policies.iter().enumerate() {
+            let colour = policy_colour(index);
+            series.push(self.series(
+                format!("{} p99", policy.name),
+                colour,
+                false,
+                policy.p99_ms.iter().copied(),
+            ));
+            series.push(self.series(
+                format!("{} p50", policy.name),
+                colour,
+                true,
+                policy.p50_ms.iter().copied(),
+            ));
+        }
+        Panel {
+            y_label: "latency (ms, log scale)",
+            log_y: true,
+            series,
+            incidents: self.incidents.clone(),
+        }
+    }
+
+    fn duplicates_panel(&self) -> Panel {
+        let cumulative = |counts: &[u64]| -> Vec<Option<f64>> {
+            counts
+                .iter()
+                .scan(0u64, |total, count| {
+                    *total += count;
+                    Some(Some(*total as f64))
+                })
+                .collect()
+        };
+        let mut series = Vec::new();
+        for (index, policy) in self.policies.iter().enumerate() {
+            let colour = policy_colour(index);
+            series.push(self.series(
+                format!("{} duplicate writes", policy.name),
+                colour,
+                false,
+                cumulative(&policy.duplicate_writes).into_iter(),
+            ));
+            series.push(self.series(
+                format!("{} unknown results", policy.name),
+                colour,
+                true,
+                cumulative(&policy.unknown_results).into_iter(),
+            ));
+        }
+        Panel {
+            y_label: "operations (cumulative)",
+            log_y: false,
+            series,
+            incidents: self.incidents.clone(),
+        }
+    }
+
+    fn goodput_panel(&self) -> Panel {
+        let series = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(index, policy)| {
+                self.series(
+                    format!("{} succeeded", policy.name),
+                    policy_colour(index),
+                    false,
+                    policy
+                        .succeeded
+                        .iter()
+                        .map(|count| Some(self.per_second(*count))),
+                )
+            })
+            .collect();
+        Panel {
+            y_label: "succeeded per second",
+            log_y: false,
+            series,
+            incidents: self.incidents.clone(),
+        }
+    }
+
+    /// Failures per second, one line per policy and reason that occurred.
+    fn failures_panel(&self) -> Panel {
+        let mut series = Vec::new();
+        for (index, policy) in self.policies.iter().enumerate() {
+            for (reason_index, reason) in FAILURE_REASONS.iter().enumerate() {
+                let counts: Vec<u64> = policy.failures.iter().map(|f| f[reason_index]).collect();
+                if counts.iter().all(|count| *count == 0) {
+                    continue;
+                }
+                // Solid for the reason that fails most operations overall, dashed for others.
+                series.push(self.series(
+                    format!("{}: {reason}", policy.name),
+                    policy_colour(index),
+                    reason_index != dominant_reason(&policy.failures),
+                    counts.iter().map(|count| Some(self.per_second(*count))),
+                ));
+            }
+        }
+        Panel {
+            y_label: "failed per second",
+            log_y: false,
+            series,
+            incidents: self.incidents.clone(),
+        }
+    }
+}
+
+/// The reason with the most failures over the run.
+fn dominant_reason(failures: &[[u64; FAILURE_REASONS.len()]]) -> usize {
+    (0..FAILURE_REASONS.len())
+        .max_by_key(|&reason| {
+            (
+                failures.iter().map(|f| f[reason]).sum::<u64>(),
+                std::cmp::Reverse(reason),
+            )
+        })
+        .unwrap_or(0)
+}
+
+impl Panel {
+    fn plot_data(&self) -> PlotData {
+        let values = self
+            .series
+            .iter()
+            .flat_map(|line| line.points.iter().filter_map(|(_, y)| *y));
+        let (max, min_positive) = values.fold((0.0f64, f64::INFINITY), |(max, min), y| {
+            (max.max(y), if y > 0.0 { min.min(y) } else { min })
+        });
+        let x_end = self
+            .series
+            .iter()
+            .flat_map(|line| line.points.last().map(|(x, _)| *x))
+            .fold(0.0, f64::max)
+            .max(1e-3);
+        PlotData {
+            x_end,
+            max,
+            min_positive,
+            incidents: self.incidents.clone(),
+        }
+    }
+}
+
+/// Time ranges, in seconds, where capacity is below its starting level.
+fn incident_windows(curve: &CapacityCurve, end: Micros) -> Vec<(f64, f64)> {
+    let initial = curve.available(0);
+    let mut windows = Vec::new();
+    let mut start: Option<Micros> = None;
+    let mut time = 0;
+    loop {
+        let below = curve.available(time) < initial;
+        match (below, start) {
+            (true, None) => start = Some(time),
+            (false, Some(began)) => {
+                windows.push((began, time));
+                start = None;
+            }
+            _ => {}
+        }
+        match curve.next_change(time) {
+            Some(next) if next < end => time = next,
+            _ => break,
+        }
+    }
+    if let Some(began) = start {
+        windows.push((began, end));
+    }
+    let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
+    windows
+        .into_iter()
+        .map(|(a, b)| (seconds(a), seconds(b)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("png".parse(), Ok(Format::Png));
+        assert_eq!(" svg".parse(), Ok(Format::Svg));
+        assert!(
+            "jpeg"
+                .parse::<Format>()
+                .unwrap_err()
+                .contains("valid: png, svg")
+        );
+    }
+
+    #[test]
+    fn lines_break_where_data_is_missing() {
+        let points = [
+            (0.0, Some(1.0)),
+            (1.0, None),
+            (2.0, Some(3.0)),
+            (3.0, Some(4.0)),
+            (4.0, None),
+        ];
+        assert_eq!(
+            segments(&points),
+            vec![vec![(0.0, 1.0)], vec![(2.0, 3.0), (3.0, 4.0)]]
+        );
+    }
+
+    #[test]
+    fn compact_labels() {
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(2500.0), "2500");
+        assert_eq!(compact(25000.0), "25k");
+        assert_eq!(compact(2_500_000.0), "2.5M");
+    }
+
+    #[test]
+    fn wrapping_keeps_words_whole() {
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+    }
+}

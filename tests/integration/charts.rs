@@ -1,0 +1,152 @@
+//! Charts end to end: every chart in every format, decodable, of the promised size, not blank,
+//! naming every policy, and the same bytes on every run.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use retrystorm::charts::{CHART_SIZE, Chart, OVERVIEW_SIZE};
+
+const POLICIES: [&str; 3] = ["no jitter", "full jitter", "full jitter + Retry-After"];
+
+fn run(out: &Path, extra: &[&str]) {
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["run", "scenarios/thundering-herd.toml", "--out"])
+        .arg(out)
+        .args(extra)
+        .output()
+        .expect("retrystorm runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+fn fresh(name: &str) -> PathBuf {
+    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&folder);
+    folder
+}
+
+/// Width, height and RGB pixels of a PNG file.
+fn decode(path: &Path) -> (u32, u32, Vec<u8>) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let mut reader = decoder.read_info().expect("a valid PNG");
+    let mut pixels = vec![0; reader.output_buffer_size().expect("a sane size")];
+    let info = reader.next_frame(&mut pixels).expect("a decodable frame");
+    assert_eq!(info.color_type, png::ColorType::Rgb);
+    pixels.truncate(info.buffer_size());
+    (info.width, info.height, pixels)
+}
+
+#[test]
+fn every_chart_is_drawn_in_both_formats() {
+    let out = fresh("charts-all");
+    run(&out, &[]);
+    let folder = out.join("thundering-herd");
+    for chart in Chart::ALL {
+        let png = folder.join(format!("{}.png", chart.name()));
+        let (width, height, pixels) = decode(&png);
+        let expected = if chart == Chart::Overview {
+            OVERVIEW_SIZE
+        } else {
+            CHART_SIZE
+        };
+        assert_eq!((width, height), expected, "{}", png.display());
+        assert!(width >= 1600 || chart != Chart::Overview);
+        // Not blank: many colours (lines, text, shading), and a fair share of ink.
+        let colours: BTreeSet<&[u8]> = pixels.chunks(3).collect();
+        assert!(
+            colours.len() > 20,
+            "{}: only {} colours",
+            png.display(),
+            colours.len()
+        );
+        let ink = pixels
+            .chunks(3)
+            .filter(|rgb| *rgb != [255, 255, 255])
+            .count();
+        assert!(
+            ink * 50 > pixels.len() / 3,
+            "{}: {ink} non-white pixels",
+            png.display()
+        );
+        // Every policy's colour is on the load chart.
+        if chart == Chart::Load {
+            for index in 0..POLICIES.len() {
+                let colour = retrystorm::charts::policy_colour(index);
+                let wanted = [colour.0, colour.1, colour.2];
+                assert!(
+                    pixels.chunks(3).any(|rgb| rgb == wanted),
+                    "policy {index} not drawn"
+                );
+            }
+        }
+
+        let svg = std::fs::read_to_string(folder.join(format!("{}.svg", chart.name()))).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", chart.name());
+        let escaped = |name: &str| name.replace('&', "&amp;").replace('<', "&lt;");
+        for policy in POLICIES {
+            assert!(
+                svg.contains(&escaped(policy)),
+                "{}.svg does not name {policy}",
+                chart.name()
+            );
+        }
+        assert!(
+            svg.contains("time (s)"),
+            "{}.svg has no time axis",
+            chart.name()
+        );
+    }
+}
+
+#[test]
+fn formats_can_be_chosen_or_charts_skipped() {
+    let out = fresh("charts-formats");
+    run(&out, &["--format", "svg", "--set", "duration=2s"]);
+    let folder = out.join("thundering-herd");
+    assert!(folder.join("load.svg").exists());
+    assert!(!folder.join("load.png").exists());
+
+    let out = fresh("charts-none");
+    run(&out, &["--no-charts", "--set", "duration=2s"]);
+    let folder = out.join("thundering-herd");
+    assert!(folder.join("summary.csv").exists());
+    assert!(!folder.join("load.svg").exists() && !folder.join("load.png").exists());
+}
+
+#[test]
+fn charts_are_the_same_bytes_on_every_run_and_thread_count() {
+    let (one, two) = (fresh("charts-one"), fresh("charts-two"));
+    let with_threads = |out: &Path, threads: &str| {
+        let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "run",
+                "scenarios/thundering-herd.toml",
+                "--set",
+                "duration=5s",
+                "--out",
+            ])
+            .arg(out)
+            .env("RAYON_NUM_THREADS", threads)
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+    };
+    with_threads(&one, "1");
+    with_threads(&two, "2");
+    for chart in Chart::ALL {
+        for extension in ["png", "svg"] {
+            let file = format!("thundering-herd/{}.{extension}", chart.name());
+            let (a, b) = (
+                std::fs::read(one.join(&file)).unwrap(),
+                std::fs::read(two.join(&file)).unwrap(),
+            );
+            assert!(a == b, "{file} differs between runs");
+        }
+    }
+}
