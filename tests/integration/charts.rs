@@ -101,6 +101,12 @@ fn every_chart_is_drawn_in_both_formats() {
             chart.name()
         );
     }
+    // The load chart the README shows is the one this code draws.
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("output/thundering-herd/load.png");
+    assert!(
+        std::fs::read(&committed).unwrap() == std::fs::read(folder.join("load.png")).unwrap(),
+        "output/thundering-herd/load.png is stale: regenerate it with `cargo run --release -- run scenarios/thundering-herd.toml`"
+    );
 }
 
 #[test]
