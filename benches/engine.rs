@@ -13,10 +13,7 @@ use retrystorm::scenario::{Override, load};
 
 fn large_scenario(c: &mut Criterion) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bench/large.toml");
-    let shortened = Override {
-        key: "duration".into(),
-        value: "25s".into(),
-    };
+    let shortened = Override::set("duration", "25s");
     let scenario = load(&path, &[shortened]).expect("the bundled benchmark scenario is valid");
     let mut group = c.benchmark_group("engine");
     group.sample_size(10);

@@ -12,6 +12,8 @@
 //! grey; the incident window (capacity below its starting level) shaded; units on every axis;
 //! legends in a strip of their own above the plot, so they never cover data.
 
+pub mod heatmap;
+
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Once;

@@ -6,6 +6,7 @@
 
 mod decide;
 mod run;
+mod sweep;
 
 use std::io;
 use std::process::ExitCode;
@@ -28,6 +29,13 @@ enum Command {
     Run(run::RunArgs),
     /// Validate scenarios without running them.
     Check(run::CheckArgs),
+    /// Sweep a grid of parameters with several seeds per point; recommend settings.
+    ///
+    /// Example: retrystorm sweep scenarios/tuning.toml --grid policy.base=50ms,100ms,200ms
+    /// --grid policy.max_attempts=2..5 --require 'success_rate>=0.99' --minimize p99_ms
+    Sweep(sweep::SweepArgs),
+    /// Combine the output folders of a sharded sweep into the files of a whole sweep.
+    Merge(sweep::MergeArgs),
     /// Run the source article's retry decision once and print one JSON object.
     ///
     /// Example (the article's worked example): retrystorm decide --method POST --status 503
@@ -41,6 +49,8 @@ pub fn run() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => run::check(&args),
+        Command::Sweep(args) => sweep::sweep(&args),
+        Command::Merge(args) => sweep::merge_shards(&args),
         Command::Decide(args) => decide::decide(&args),
     };
     match outcome {

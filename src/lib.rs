@@ -45,5 +45,6 @@ pub mod run;
 pub mod scenario;
 mod slab;
 mod suggest;
+pub mod sweep;
 pub mod time;
 pub mod values;

@@ -274,6 +274,53 @@ pub struct Summary {
     pub recovery_s: Option<f64>,
 }
 
+/// The names of the summary's metrics, as `summary.csv` spells them and as sweeps require or
+/// minimise them.
+pub const SUMMARY_METRICS: [&str; 15] = [
+    "operations",
+    "succeeded",
+    "success_rate",
+    "attempts",
+    "status_checks",
+    "amplification",
+    "duplicate_writes",
+    "unknown_results",
+    "timeouts",
+    "mean_ms",
+    "p50_ms",
+    "p99_ms",
+    "peak_attempts_rps",
+    "wasted_work_s",
+    "recovery_s",
+];
+
+impl Summary {
+    /// The metric called `name` (one of [`SUMMARY_METRICS`]) as a number: NaN where it is
+    /// undefined (no successful operation has no latency), infinity for a recovery that never
+    /// came. `None` for an unknown name.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let count = |value: u64| value as f64;
+        Some(match name {
+            "operations" => count(self.operations),
+            "succeeded" => count(self.succeeded),
+            "success_rate" => self.success_rate,
+            "attempts" => count(self.attempts),
+            "status_checks" => count(self.status_checks),
+            "amplification" => self.amplification,
+            "duplicate_writes" => count(self.duplicate_writes),
+            "unknown_results" => count(self.unknown_results),
+            "timeouts" => count(self.timeouts),
+            "mean_ms" => self.mean_ms.unwrap_or(f64::NAN),
+            "p50_ms" => self.p50_ms.unwrap_or(f64::NAN),
+            "p99_ms" => self.p99_ms.unwrap_or(f64::NAN),
+            "peak_attempts_rps" => self.peak_attempts_rps,
+            "wasted_work_s" => self.wasted_work_s,
+            "recovery_s" => self.recovery_s.unwrap_or(f64::INFINITY),
+            _ => return None,
+        })
+    }
+}
+
 /// When the incident ends and how long the run's arrivals last, for [`Summary::recovery_s`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecoveryWindow {
@@ -442,6 +489,19 @@ mod tests {
             [("max-attempts", 2), (UNKNOWN_STATUS, 1)]
         );
         assert_eq!(measurements.buckets[0].unknown_results, 1);
+    }
+
+    #[test]
+    fn every_summary_metric_has_a_value() {
+        let summary = measurements(vec![healthy()]).summary(RecoveryWindow {
+            incident_end: 0,
+            duration: MICROS_PER_SECOND,
+        });
+        for name in SUMMARY_METRICS {
+            assert!(summary.metric(name).is_some(), "{name}");
+        }
+        assert_eq!(summary.metric("p99_ms").map(f64::is_nan), Some(true));
+        assert_eq!(summary.metric("nonsense"), None);
     }
 
     #[test]

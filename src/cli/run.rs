@@ -89,8 +89,8 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
     let mut overrides = args.set.clone();
     if let Some(seed) = args.seed {
         overrides.push(Override {
-            key: "seed".into(),
-            value: seed.to_string(),
+            flag: "--seed",
+            ..Override::set("seed", &seed.to_string())
         });
     }
     let mut scenarios = Vec::new();

@@ -28,6 +28,19 @@ pub struct Override {
     pub key: String,
     /// The value as written.
     pub value: String,
+    /// The command-line flag that gave it (`--set`, `--grid`, `--seed`), named in errors.
+    pub flag: &'static str,
+}
+
+impl Override {
+    /// An override given with `--set`.
+    pub fn set(key: &str, value: &str) -> Override {
+        Override {
+            key: key.to_string(),
+            value: value.to_string(),
+            flag: "--set",
+        }
+    }
 }
 
 impl FromStr for Override {
@@ -35,10 +48,9 @@ impl FromStr for Override {
 
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         match text.split_once('=') {
-            Some((key, value)) if !key.trim().is_empty() => Ok(Override {
-                key: key.trim().to_string(),
-                value: value.trim().to_string(),
-            }),
+            Some((key, value)) if !key.trim().is_empty() => {
+                Ok(Override::set(key.trim(), value.trim()))
+            }
             _ => Err(format!(
                 "{text:?} is not KEY=VALUE; write for example clients.count=50000"
             )),
@@ -63,7 +75,7 @@ pub enum Location {
     },
     /// The file as a whole (it could not be read).
     WholeFile { path: String },
-    /// A `--set` override.
+    /// A command-line override; `text` is the flag and the assignment, `--set key=value`.
     Override { path: String, text: String },
 }
 
@@ -81,7 +93,7 @@ impl fmt::Display for ScenarioError {
         match &self.location {
             Location::File { path, line, column } => write!(f, "{path}:{line}:{column}: ")?,
             Location::WholeFile { path } => write!(f, "{path}: ")?,
-            Location::Override { path, text } => write!(f, "{path}: --set {text}: ")?,
+            Location::Override { path, text } => write!(f, "{path}: {text}: ")?,
         }
         f.write_str(&self.message)
     }
@@ -159,7 +171,7 @@ impl<'a> Source<'a> {
             set(document.as_item_mut(), &path, &value).map_err(|message| ScenarioError {
                 location: Location::Override {
                     path: label.to_string(),
-                    text: item.to_string(),
+                    text: format!("{} {item}", item.flag),
                 },
                 message,
             })?;
@@ -213,11 +225,11 @@ impl<'a> Source<'a> {
                 || text.contains(&format!("[{}", item.key))
         };
         match self.overrides.iter().find(writes) {
-            Some(item) => item.to_string(),
+            Some(item) => format!("{} {item}", item.flag),
             None => self
                 .overrides
                 .iter()
-                .map(Override::to_string)
+                .map(|item| format!("{} {item}", item.flag))
                 .collect::<Vec<_>>()
                 .join(" "),
         }

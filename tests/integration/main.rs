@@ -9,4 +9,5 @@ mod queueing;
 mod run_command;
 mod scenario_errors;
 mod support;
+mod sweep_command;
 mod upstream_behaviours;

@@ -1,0 +1,255 @@
+//! `retrystorm sweep` and `retrystorm merge`.
+
+use std::fs;
+use std::io::{self, IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use retrystorm::charts::Format;
+use retrystorm::output::write_atomic;
+use retrystorm::scenario::{Override, load_str};
+use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
+use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
+
+#[derive(Debug, Args)]
+pub struct SweepArgs {
+    /// The scenario file (TOML).
+    #[arg(value_name = "SCENARIO")]
+    scenario: PathBuf,
+    /// A grid key and its values: KEY=V1,V2,... or an inclusive integer range KEY=2..6;
+    /// repeatable. Keys are the dotted paths of --set (policy.base, policy.max_attempts, ...).
+    #[arg(long = "grid", value_name = "KEY=VALUES", required = true)]
+    grid: Vec<Axis>,
+    /// Seeds per point, derived from the scenario's seed.
+    #[arg(long, default_value_t = 3)]
+    seeds: u32,
+    /// The policy to tune (required when the scenario has several).
+    #[arg(long)]
+    policy: Option<String>,
+    /// A requirement on a point's mean over seeds, METRIC OP VALUE (>=, <=, >, <, ==, !=);
+    /// repeatable. Example: --require 'success_rate>=0.995'
+    #[arg(long = "require", value_name = "REQUIREMENT")]
+    require: Vec<String>,
+    /// The metric to minimise among the points that meet the requirements.
+    #[arg(long, value_name = "METRIC")]
+    minimize: Option<String>,
+    /// Override a value for every point, as for `run`; repeatable.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<Override>,
+    /// Folder for results: the sweep writes to OUT/<name>-sweep/ (a shard to
+    /// OUT/<name>-sweep/shard-K-of-N/).
+    #[arg(long, value_name = "OUT", default_value = "output")]
+    out: PathBuf,
+    /// Run only shard K of N (K from 0): the points p with p % N == K.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
+    /// Heatmap formats, comma-separated: png, svg.
+    #[arg(long, value_delimiter = ',', default_value = "png,svg")]
+    format: Vec<Format>,
+    /// Do not draw heatmaps.
+    #[arg(long)]
+    no_charts: bool,
+    /// Report wall time and simulations per second.
+    #[arg(long)]
+    stats: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct MergeArgs {
+    /// The shards' output folders (each with results.csv, sweep.json and shard.json).
+    #[arg(required = true, value_name = "DIR")]
+    folders: Vec<PathBuf>,
+    /// Folder for results: the merged sweep writes to OUT/<name>-sweep/.
+    #[arg(long, value_name = "OUT", default_value = "output")]
+    out: PathBuf,
+    /// Heatmap formats, comma-separated: png, svg.
+    #[arg(long, value_delimiter = ',', default_value = "png,svg")]
+    format: Vec<Format>,
+    /// Do not draw heatmaps.
+    #[arg(long)]
+    no_charts: bool,
+}
+
+fn fail(message: impl std::fmt::Display) -> io::Result<ExitCode> {
+    eprintln!("retrystorm: {message}");
+    Ok(ExitCode::FAILURE)
+}
+
+/// Validates the whole grid, runs it (or one shard of it) and writes the results.
+pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
+    let path = args.scenario.display().to_string();
+    let text = match fs::read_to_string(&args.scenario) {
+        Ok(text) => text,
+        Err(error) => return fail(format!("{path}: cannot read the scenario: {error}")),
+    };
+    let base = match load_str(&text, &path, &args.set) {
+        Ok(base) => base,
+        Err(error) => return fail(error),
+    };
+    let policy = match choose_policy(&base, args.policy.as_deref()) {
+        Ok(policy) => policy,
+        Err(error) => return fail(error),
+    };
+    let spec = SweepSpec {
+        scenario_path: path,
+        scenario_text: text,
+        fixed: args
+            .set
+            .iter()
+            .map(|item| (item.key.clone(), item.value.clone()))
+            .collect(),
+        axes: args.grid.clone(),
+        seeds: args.seeds,
+        policy,
+        requirements: args.require.clone(),
+        minimize: args.minimize.clone(),
+    };
+    let prepared = match spec.prepare() {
+        Ok(prepared) => prepared,
+        Err(error) => return fail(error),
+    };
+    let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let simulations = prepared.simulations(shard);
+    let started = Instant::now();
+    let done = Arc::new(AtomicUsize::new(0));
+    let progress = Progress::start(simulations, Arc::clone(&done));
+    let rows = prepared.run(shard, &done);
+    progress.stop();
+    let wall = started.elapsed();
+    let sweep_folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
+    println!(
+        "{}: {} points x {} seed{}; ran {simulations} simulations{}",
+        prepared.points[0].name,
+        prepared.spec.point_count(),
+        prepared.seeds.len(),
+        if prepared.seeds.len() == 1 { "" } else { "s" },
+        if shard == Shard::WHOLE {
+            String::new()
+        } else {
+            format!(" (shard {shard})")
+        }
+    );
+    if shard != Shard::WHOLE {
+        let folder = sweep_folder.join(format!("shard-{}-of-{}", shard.index, shard.count));
+        write_all(&folder, &shard_files(&prepared, shard, &rows))?;
+        println!(
+            "results in {}; combine the shards with `retrystorm merge`",
+            folder.display()
+        );
+    } else {
+        let formats = if args.no_charts {
+            vec![]
+        } else {
+            args.format.clone()
+        };
+        match finalize(&prepared, &rows, &formats) {
+            Ok((files, recommendation)) => {
+                write_all(&sweep_folder, &files)?;
+                println!("results in {}\n\n{recommendation}", sweep_folder.display());
+            }
+            Err(error) => return fail(error),
+        }
+    }
+    if args.stats {
+        println!(
+            "stats: {simulations} simulations in {:.3} s wall ({} threads), {:.2} simulations/s",
+            wall.as_secs_f64(),
+            rayon::current_num_threads(),
+            simulations as f64 / wall.as_secs_f64().max(1e-9)
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Combines shard folders into the files of a whole sweep.
+pub fn merge_shards(args: &MergeArgs) -> io::Result<ExitCode> {
+    let folders: Vec<&Path> = args.folders.iter().map(PathBuf::as_path).collect();
+    let (spec, rows) = match merge(&folders) {
+        Ok(merged) => merged,
+        Err(error) => return fail(error),
+    };
+    let prepared: PreparedSweep = match spec.prepare() {
+        Ok(prepared) => prepared,
+        Err(error) => return fail(error),
+    };
+    let formats = if args.no_charts {
+        vec![]
+    } else {
+        args.format.clone()
+    };
+    let (files, recommendation) = match finalize(&prepared, &rows, &formats) {
+        Ok(finished) => finished,
+        Err(error) => return fail(error),
+    };
+    let folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
+    write_all(&folder, &files)?;
+    println!(
+        "merged {} shards into {}\n\n{recommendation}",
+        folders.len(),
+        folder.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_all(folder: &Path, files: &[OutputFile]) -> io::Result<()> {
+    let with_path = |error: io::Error, path: &Path| {
+        io::Error::new(error.kind(), format!("{}: {error}", path.display()))
+    };
+    fs::create_dir_all(folder).map_err(|error| with_path(error, folder))?;
+    for (name, bytes) in files {
+        let path = folder.join(name);
+        write_atomic(&path, bytes).map_err(|error| with_path(error, &path))?;
+    }
+    Ok(())
+}
+
+/// A progress bar with an ETA on stderr, drawn only when stderr is a terminal.
+struct Progress {
+    done: Arc<AtomicBool>,
+    painter: Option<thread::JoinHandle<()>>,
+}
+
+impl Progress {
+    fn start(total: usize, finished: Arc<AtomicUsize>) -> Progress {
+        let done = Arc::new(AtomicBool::new(false));
+        let painter = io::stderr().is_terminal().then(|| {
+            let done = Arc::clone(&done);
+            thread::spawn(move || {
+                let started = Instant::now();
+                while !done.load(Ordering::Relaxed) {
+                    let count = finished.load(Ordering::Relaxed);
+                    let fraction = count as f64 / total.max(1) as f64;
+                    let filled = (fraction * 30.0) as usize;
+                    let eta = if count > 0 {
+                        let left =
+                            started.elapsed().as_secs_f64() * (total - count) as f64 / count as f64;
+                        format!("ETA {left:.0}s")
+                    } else {
+                        "ETA ?".to_string()
+                    };
+                    eprint!(
+                        "\rsweep [{}{}] {count}/{total} simulations, {eta}   ",
+                        "=".repeat(filled),
+                        " ".repeat(30 - filled)
+                    );
+                    let _ = io::stderr().flush();
+                    thread::sleep(Duration::from_millis(250));
+                }
+                eprint!("\r{}\r", " ".repeat(80));
+            })
+        });
+        Progress { done, painter }
+    }
+
+    fn stop(self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(painter) = self.painter {
+            let _ = painter.join();
+        }
+    }
+}

@@ -1,0 +1,548 @@
+//! Parameter sweeps: which settings meet the targets, and how sure are we.
+//!
+//! A sweep takes one scenario and one of its policies, and a grid of values for dotted keys
+//! (`policy.base=50ms,100ms,200ms`, `policy.max_attempts=2..6`). Every point of the grid (the
+//! cartesian product, first key slowest) is simulated with N seeds derived from the scenario's
+//! seed; every (point, seed) simulation is independent, single-threaded, and run in parallel
+//! with rayon. Every point is built and validated, exactly as `run --set` would, before any
+//! simulation starts, so a bad grid costs nothing.
+//!
+//! Results are kept as the text that `results.csv` holds, and everything else (the aggregate,
+//! the recommendation, the heatmaps) is computed from that text ([`report`]). That is what makes
+//! sharding exact: `--shard K/N` runs only the points `p` with `p % N == K`, and `merge`
+//! rebuilds, from the shards' `results.csv`, the same bytes a single run writes.
+
+pub mod report;
+pub mod requirement;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::capacity::CapacityCurve;
+use crate::engine::{Quiet, simulate};
+use crate::metrics::{RecoveryWindow, SUMMARY_METRICS};
+use crate::scenario::{Override, Scenario, ScenarioError, load_str};
+
+pub use requirement::Requirement;
+
+/// At most this many (point, seed) simulations in one sweep.
+pub const MAX_SIMULATIONS: usize = 1_000_000;
+
+/// One key of the grid and its values, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Axis {
+    /// Dotted path, as for `--set`.
+    pub key: String,
+    /// Values as written (a TOML value, or a bare string such as `250ms`).
+    pub values: Vec<String>,
+}
+
+impl FromStr for Axis {
+    type Err = String;
+
+    /// `KEY=V1,V2,...` or an inclusive integer range `KEY=2..6` (also `2..=6`).
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let Some((key, values)) = text.split_once('=') else {
+            return Err(format!(
+                "{text:?} is not KEY=V1,V2,...; write for example policy.base=50ms,100ms or policy.max_attempts=2..6"
+            ));
+        };
+        let key = key.trim();
+        if key.is_empty() {
+            return Err(format!("{text:?} has no key before '='"));
+        }
+        let values = values.trim();
+        let values: Vec<String> = match integer_range(values) {
+            Some(range) => range?,
+            None => values
+                .split(',')
+                .map(|value| value.trim().to_string())
+                .collect(),
+        };
+        if values.iter().any(String::is_empty) {
+            return Err(format!(
+                "--grid {text}: a value is empty; give at least one value, separated by commas"
+            ));
+        }
+        Ok(Axis {
+            key: key.to_string(),
+            values,
+        })
+    }
+}
+
+/// `A..B` or `A..=B`, both inclusive; `None` if `text` is not a range at all.
+fn integer_range(text: &str) -> Option<Result<Vec<String>, String>> {
+    let (low, high) = text.split_once("..")?;
+    let high = high.strip_prefix('=').unwrap_or(high);
+    let (Ok(low), Ok(high)) = (low.trim().parse::<i64>(), high.trim().parse::<i64>()) else {
+        return Some(Err(format!(
+            "{text:?} is not an integer range; write for example 2..6 (2 to 6 inclusive)"
+        )));
+    };
+    if low > high || high - low >= 10_000 {
+        return Some(Err(format!(
+            "{text:?} is empty or longer than 10,000 values; write LOW..HIGH with LOW <= HIGH"
+        )));
+    }
+    Some(Ok((low..=high).map(|value| value.to_string()).collect()))
+}
+
+/// `K/N`: shard K (0-based) of N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shard {
+    /// This shard, 0 to N - 1.
+    pub index: usize,
+    /// Shards in all.
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole sweep in one piece.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Whether point `point` belongs to this shard (round robin, so that shards get a fair mix
+    /// of cheap and expensive points).
+    pub fn owns(self, point: usize) -> bool {
+        point % self.count == self.index
+    }
+}
+
+impl FromStr for Shard {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let parsed = text.split_once('/').and_then(|(k, n)| {
+            Some((
+                k.trim().parse::<usize>().ok()?,
+                n.trim().parse::<usize>().ok()?,
+            ))
+        });
+        match parsed {
+            Some((index, count)) if count >= 1 && index < count => Ok(Shard { index, count }),
+            _ => Err(format!(
+                "--shard {text:?}: expected K/N with N >= 1 and 0 <= K < N (shards count from 0, like a Kubernetes completion index)"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+/// Everything that defines a sweep; written to `sweep.json` so that shards can be merged.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepSpec {
+    /// The scenario file as given, for messages.
+    pub scenario_path: String,
+    /// The scenario file's text.
+    pub scenario_text: String,
+    /// `--set` overrides, fixed for every point.
+    pub fixed: Vec<(String, String)>,
+    /// The grid.
+    pub axes: Vec<Axis>,
+    /// Seeds per point.
+    pub seeds: u32,
+    /// The policy tuned (its name in the scenario).
+    pub policy: String,
+    /// Requirements, as written.
+    pub requirements: Vec<String>,
+    /// The metric to minimise, if any.
+    pub minimize: Option<String>,
+}
+
+/// Why a sweep cannot start.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SweepError {
+    /// A grid point (or the base scenario) is not a valid scenario.
+    Scenario(ScenarioError),
+    /// Anything else about the sweep's definition.
+    Definition(String),
+}
+
+impl fmt::Display for SweepError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SweepError::Scenario(error) => error.fmt(f),
+            SweepError::Definition(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for SweepError {}
+
+/// A sweep whose every point has been built and validated.
+#[derive(Debug, Clone)]
+pub struct PreparedSweep {
+    /// The definition.
+    pub spec: SweepSpec,
+    /// The seeds, in order.
+    pub seeds: Vec<u64>,
+    /// The scenario of each point, reduced to the tuned policy.
+    pub points: Vec<Scenario>,
+    /// Parsed requirements.
+    pub requirements: Vec<Requirement>,
+    /// The metric to minimise.
+    pub minimize: Option<&'static str>,
+}
+
+/// The seeds of a sweep: the scenario's own seed first, then SplitMix64 steps from it, so
+/// that seeds never collide and do not depend on the number asked for.
+pub fn derive_seeds(base: u64, count: u32) -> Vec<u64> {
+    let mut state = base;
+    (0..count)
+        .map(|index| {
+            if index == 0 {
+                return base;
+            }
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        })
+        .collect()
+}
+
+impl SweepSpec {
+    /// Number of grid points.
+    pub fn point_count(&self) -> usize {
+        self.axes.iter().map(|axis| axis.values.len()).product()
+    }
+
+    /// The values of point `point`, one per axis (first axis slowest).
+    pub fn point_values(&self, point: usize) -> Vec<&str> {
+        let mut rest = point;
+        let mut values: Vec<&str> = self
+            .axes
+            .iter()
+            .rev()
+            .map(|axis| {
+                let value = &axis.values[rest % axis.values.len()];
+                rest /= axis.values.len();
+                value.as_str()
+            })
+            .collect();
+        values.reverse();
+        values
+    }
+
+    /// `key=value` for every axis of a point, for messages.
+    pub fn describe_point(&self, point: usize) -> String {
+        self.axes
+            .iter()
+            .zip(self.point_values(point))
+            .map(|(axis, value)| format!("{}={value}", axis.key))
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
+    fn overrides(&self, point: Option<usize>) -> Vec<Override> {
+        let mut overrides: Vec<Override> = self
+            .fixed
+            .iter()
+            .map(|(key, value)| Override::set(key, value))
+            .collect();
+        if let Some(point) = point {
+            for (axis, value) in self.axes.iter().zip(self.point_values(point)) {
+                overrides.push(Override {
+                    flag: "--grid",
+                    ..Override::set(&axis.key, value)
+                });
+            }
+        }
+        overrides
+    }
+
+    /// The scenario of a point, reduced to the tuned policy.
+    pub fn scenario_for(&self, point: usize) -> Result<Scenario, SweepError> {
+        let mut scenario = load_str(
+            &self.scenario_text,
+            &self.scenario_path,
+            &self.overrides(Some(point)),
+        )
+        .map_err(SweepError::Scenario)?;
+        scenario
+            .policy
+            .retain(|policy| *policy.name.get_ref() == self.policy);
+        if scenario.policy.len() != 1 {
+            return Err(SweepError::Definition(format!(
+                "{}: point {} ({}) has no policy named {:?}; a grid may not rename the tuned policy",
+                self.scenario_path,
+                point,
+                self.describe_point(point),
+                self.policy
+            )));
+        }
+        Ok(scenario)
+    }
+
+    /// Builds and validates every point, before anything runs.
+    pub fn prepare(self) -> Result<PreparedSweep, SweepError> {
+        let definition = |message: String| SweepError::Definition(message);
+        if self.axes.is_empty() {
+            return Err(definition(
+                "a sweep needs at least one --grid KEY=V1,V2,...".into(),
+            ));
+        }
+        for (index, axis) in self.axes.iter().enumerate() {
+            if self.axes[..index]
+                .iter()
+                .any(|earlier| earlier.key == axis.key)
+            {
+                return Err(definition(format!("--grid {} is given twice", axis.key)));
+            }
+        }
+        if self.seeds == 0 {
+            return Err(definition("--seeds must be at least 1".into()));
+        }
+        let simulations = self.point_count().saturating_mul(self.seeds as usize);
+        if simulations > MAX_SIMULATIONS {
+            return Err(definition(format!(
+                "the grid has {} points x {} seeds = {simulations} simulations; at most {MAX_SIMULATIONS}",
+                self.point_count(),
+                self.seeds
+            )));
+        }
+        let requirements = self
+            .requirements
+            .iter()
+            .map(|text| {
+                text.parse::<Requirement>()
+                    .map_err(|error| definition(format!("--require: {error}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let minimize = self
+            .minimize
+            .as_deref()
+            .map(|name| {
+                requirement::metric_name(name)
+                    .map_err(|error| definition(format!("--minimize: {error}")))
+            })
+            .transpose()?;
+        let base = load_str(
+            &self.scenario_text,
+            &self.scenario_path,
+            &self.overrides(None),
+        )
+        .map_err(SweepError::Scenario)?;
+        let points = (0..self.point_count())
+            .map(|point| self.scenario_for(point))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(PreparedSweep {
+            seeds: derive_seeds(base.seed, self.seeds),
+            spec: self,
+            points,
+            requirements,
+            minimize,
+        })
+    }
+}
+
+/// Picks the tuned policy's name: the one asked for, or the scenario's only policy.
+pub fn choose_policy(scenario: &Scenario, asked: Option<&str>) -> Result<String, SweepError> {
+    let names: Vec<&str> = scenario
+        .policy
+        .iter()
+        .map(|policy| policy.name.get_ref().as_str())
+        .collect();
+    match asked {
+        Some(name) if names.contains(&name) => Ok(name.to_string()),
+        Some(name) => Err(SweepError::Definition(format!(
+            "--policy {name:?}: the scenario has no such policy; it has {}",
+            names
+                .iter()
+                .map(|name| format!("{name:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+        None if names.len() == 1 => Ok(names[0].to_string()),
+        None => Err(SweepError::Definition(format!(
+            "the scenario has {} policies; choose the one to tune with --policy (one of {})",
+            names.len(),
+            names
+                .iter()
+                .map(|name| format!("{name:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ))),
+    }
+}
+
+/// One simulation's results: the point, the seed and every summary metric as `results.csv`
+/// writes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultRow {
+    /// Grid point index.
+    pub point: usize,
+    /// Index of the seed in the sweep's seed list.
+    pub seed_index: usize,
+    /// Metric values in the order of [`SUMMARY_METRICS`], formatted.
+    pub metrics: Vec<String>,
+}
+
+/// Formats a metric as `results.csv` holds it: counts as integers, other values with six
+/// decimals, `never` for infinity, empty for undefined.
+pub fn format_metric(name: &str, value: f64) -> String {
+    if value.is_nan() {
+        String::new()
+    } else if value.is_infinite() {
+        "never".to_string()
+    } else if report::is_count(name) {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.6}")
+    }
+}
+
+/// Reads a metric back from its text.
+pub fn parse_metric(text: &str) -> Result<f64, String> {
+    match text {
+        "" => Ok(f64::NAN),
+        "never" => Ok(f64::INFINITY),
+        _ => text
+            .parse()
+            .map_err(|_| format!("{text:?} is not a metric value")),
+    }
+}
+
+impl PreparedSweep {
+    /// Runs the (point, seed) simulations of `shard`, in parallel; `done` counts finished
+    /// simulations, for a progress bar. Rows come back ordered by point, then seed.
+    pub fn run(&self, shard: Shard, done: &AtomicUsize) -> Vec<ResultRow> {
+        let jobs: Vec<(usize, usize)> = (0..self.points.len())
+            .filter(|&point| shard.owns(point))
+            .flat_map(|point| (0..self.seeds.len()).map(move |seed_index| (point, seed_index)))
+            .collect();
+        jobs.par_iter()
+            .map(|&(point, seed_index)| {
+                let mut scenario = self.points[point].clone();
+                scenario.seed = self.seeds[seed_index];
+                let policy = &scenario.policy[0];
+                let measurements = simulate(&scenario, policy, &mut Quiet);
+                let upstream = &scenario.upstream;
+                let capacity = CapacityCurve::new(upstream.workers.get(), &upstream.capacity);
+                let summary = measurements.summary(RecoveryWindow {
+                    incident_end: capacity.incident_end(),
+                    duration: scenario.duration.get_ref().micros(),
+                });
+                done.fetch_add(1, Ordering::Relaxed);
+                ResultRow {
+                    point,
+                    seed_index,
+                    metrics: SUMMARY_METRICS
+                        .iter()
+                        .map(|name| {
+                            format_metric(name, summary.metric(name).expect("a known metric"))
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// Simulations in `shard`.
+    pub fn simulations(&self, shard: Shard) -> usize {
+        (0..self.points.len())
+            .filter(|&point| shard.owns(point))
+            .count()
+            * self.seeds.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axes_take_lists_and_inclusive_ranges() {
+        let list: Axis = "policy.base=50ms, 100ms,200ms".parse().unwrap();
+        assert_eq!(list.values, ["50ms", "100ms", "200ms"]);
+        let range: Axis = "policy.max_attempts=2..6".parse().unwrap();
+        assert_eq!(range.values, ["2", "3", "4", "5", "6"]);
+        let inclusive: Axis = "policy.max_attempts=2..=3".parse().unwrap();
+        assert_eq!(inclusive.values, ["2", "3"]);
+        assert!(
+            "policy.base="
+                .parse::<Axis>()
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(
+            "policy.base=1,,2"
+                .parse::<Axis>()
+                .unwrap_err()
+                .contains("empty")
+        );
+        assert!(
+            "policy.max_attempts=6..2"
+                .parse::<Axis>()
+                .unwrap_err()
+                .contains("LOW <= HIGH")
+        );
+        assert!("nokey".parse::<Axis>().unwrap_err().contains("KEY=V1,V2"));
+    }
+
+    #[test]
+    fn shards_split_points_round_robin() {
+        let shard: Shard = "1/3".parse().unwrap();
+        assert_eq!(
+            (0..7).filter(|&p| shard.owns(p)).collect::<Vec<_>>(),
+            [1, 4]
+        );
+        assert!("3/3".parse::<Shard>().is_err());
+        assert!("0/0".parse::<Shard>().is_err());
+        assert!("a/2".parse::<Shard>().is_err());
+    }
+
+    #[test]
+    fn points_enumerate_the_grid_first_key_slowest() {
+        let spec = SweepSpec {
+            scenario_path: String::new(),
+            scenario_text: String::new(),
+            fixed: vec![],
+            axes: vec!["a=1,2".parse().unwrap(), "b=x,y,z".parse().unwrap()],
+            seeds: 1,
+            policy: String::new(),
+            requirements: vec![],
+            minimize: None,
+        };
+        assert_eq!(spec.point_count(), 6);
+        assert_eq!(spec.point_values(0), ["1", "x"]);
+        assert_eq!(spec.point_values(2), ["1", "z"]);
+        assert_eq!(spec.point_values(3), ["2", "x"]);
+        assert_eq!(spec.describe_point(5), "a=2 b=z");
+    }
+
+    #[test]
+    fn seeds_start_with_the_scenarios_and_do_not_depend_on_how_many() {
+        let five = derive_seeds(42, 5);
+        assert_eq!(five[0], 42);
+        assert_eq!(&derive_seeds(42, 3)[..], &five[..3]);
+        let mut unique = five.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 5);
+    }
+
+    #[test]
+    fn metrics_round_trip_through_text() {
+        for (name, value, text) in [
+            ("operations", 12.0, "12"),
+            ("p99_ms", 1.5, "1.500000"),
+            ("p99_ms", f64::NAN, ""),
+            ("recovery_s", f64::INFINITY, "never"),
+        ] {
+            assert_eq!(format_metric(name, value), text);
+            let back = parse_metric(text).unwrap();
+            assert!(back == value || (back.is_nan() && value.is_nan()));
+        }
+    }
+}

@@ -1,0 +1,576 @@
+//! A sweep's files, all computed from the rows of `results.csv`, and merging shards.
+//!
+//! | file | content |
+//! |---|---|
+//! | `results.csv` | one row per point and seed: grid values and every summary metric |
+//! | `aggregate.csv` | one row per point: mean and 95% confidence interval of each metric |
+//! | `recommendation.txt` | what met the requirements, the best point, a `[[policy]]` snippet |
+//! | `sweep.json` | the sweep's definition, scenario text included, so shards can be merged |
+//! | `heatmap-<metric>.png/svg` | see [`crate::charts::heatmap`] |
+//!
+//! A shard writes `results.csv` with its own rows, `sweep.json` and `shard.json`; [`merge`]
+//! checks that the shards belong together and cover the sweep once, and hands the combined rows
+//! to [`finalize`], as a single run does.
+
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+
+use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric};
+use crate::charts::heatmap::{self, HeatmapData};
+use crate::charts::{ChartError, Format};
+use crate::metrics::SUMMARY_METRICS;
+use crate::scenario::Policy;
+
+/// Metrics that count things; their per-seed values print as integers.
+const COUNTS: [&str; 7] = [
+    "operations",
+    "succeeded",
+    "attempts",
+    "status_checks",
+    "duplicate_writes",
+    "unknown_results",
+    "timeouts",
+];
+
+/// A file to write: its name in the sweep's folder and its bytes.
+pub type OutputFile = (String, Vec<u8>);
+
+/// Whether `metric` counts things.
+pub fn is_count(metric: &str) -> bool {
+    COUNTS.contains(&metric)
+}
+
+/// The metrics drawn as heatmaps.
+pub const HEATMAP_METRICS: [&str; 4] = [
+    "success_rate",
+    "p99_ms",
+    "amplification",
+    "duplicate_writes",
+];
+
+/// Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom.
+const T_975: [f64; 30] = [
+    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+    2.052, 2.048, 2.045, 2.042,
+];
+
+/// The 97.5% quantile of Student's t with `df` degrees of freedom; beyond the table, the
+/// Cornish-Fisher expansion around the normal quantile (within 0.01% for df > 30).
+fn t_quantile(df: usize) -> f64 {
+    match df {
+        0 => f64::NAN,
+        1..=30 => T_975[df - 1],
+        _ => {
+            let (z, df) = (1.959_964_f64, df as f64);
+            z + (z.powi(3) + z) / (4.0 * df)
+                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
+        }
+    }
+}
+
+/// Mean and half-width of the 95% confidence interval of the defined values; infinity (a
+/// recovery that never came) makes the mean infinite.
+pub fn mean_and_interval(values: &[f64]) -> (f64, f64) {
+    if values.iter().any(|value| value.is_infinite()) {
+        return (f64::INFINITY, f64::NAN);
+    }
+    let defined: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|value| !value.is_nan())
+        .collect();
+    let n = defined.len();
+    if n == 0 {
+        return (f64::NAN, f64::NAN);
+    }
+    let mean = defined.iter().sum::<f64>() / n as f64;
+    if n < 2 {
+        return (mean, f64::NAN);
+    }
+    let variance = defined
+        .iter()
+        .map(|value| (value - mean).powi(2))
+        .sum::<f64>()
+        / (n - 1) as f64;
+    (mean, t_quantile(n - 1) * (variance / n as f64).sqrt())
+}
+
+fn aggregate_text(value: f64) -> String {
+    if value.is_nan() {
+        String::new()
+    } else if value.is_infinite() {
+        "never".to_string()
+    } else {
+        format!("{value:.6}")
+    }
+}
+
+fn csv_bytes(header: &[String], rows: &[Vec<String>]) -> Vec<u8> {
+    let mut writer = csv::Writer::from_writer(Vec::new());
+    writer.write_record(header).expect("writing to memory");
+    for row in rows {
+        writer.write_record(row).expect("writing to memory");
+    }
+    writer.into_inner().expect("writing to memory")
+}
+
+/// The header of `results.csv`.
+fn results_header(spec: &SweepSpec) -> Vec<String> {
+    let mut header = vec!["point".to_string(), "seed".to_string()];
+    header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
+    header.extend(SUMMARY_METRICS.iter().map(|name| name.to_string()));
+    header
+}
+
+/// `results.csv` for `rows`, which are ordered by point and seed.
+pub fn results_csv(spec: &SweepSpec, seeds: &[u64], rows: &[ResultRow]) -> Vec<u8> {
+    let lines: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| {
+            let mut line = vec![row.point.to_string(), seeds[row.seed_index].to_string()];
+            line.extend(spec.point_values(row.point).into_iter().map(str::to_string));
+            line.extend(row.metrics.iter().cloned());
+            line
+        })
+        .collect();
+    csv_bytes(&results_header(spec), &lines)
+}
+
+/// Reads `results.csv` back into rows, checking them against the sweep.
+pub fn read_results(
+    path: &Path,
+    spec: &SweepSpec,
+    seeds: &[u64],
+) -> Result<Vec<ResultRow>, String> {
+    let where_ = path.display();
+    let mut reader = csv::Reader::from_path(path).map_err(|error| format!("{where_}: {error}"))?;
+    let header: Vec<String> = reader
+        .headers()
+        .map_err(|error| format!("{where_}: {error}"))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    if header != results_header(spec) {
+        return Err(format!("{where_}: the columns are not those of this sweep"));
+    }
+    let axes = spec.axes.len();
+    let mut rows = Vec::new();
+    for (line, record) in reader.records().enumerate() {
+        let record = record.map_err(|error| format!("{where_}: {error}"))?;
+        let bad = |what: &str| format!("{where_}:{}: {what}", line + 2);
+        let point: usize = record[0].parse().map_err(|_| bad("bad point"))?;
+        let seed: u64 = record[1].parse().map_err(|_| bad("bad seed"))?;
+        let seed_index = seeds
+            .iter()
+            .position(|known| *known == seed)
+            .ok_or_else(|| bad("a seed this sweep does not have"))?;
+        if point >= spec.point_count() {
+            return Err(bad("a point this sweep does not have"));
+        }
+        let metrics: Vec<String> = record.iter().skip(2 + axes).map(str::to_string).collect();
+        for value in &metrics {
+            parse_metric(value).map_err(|error| bad(&error))?;
+        }
+        rows.push(ResultRow {
+            point,
+            seed_index,
+            metrics,
+        });
+    }
+    Ok(rows)
+}
+
+/// Per point: mean and interval half-width of each metric.
+struct Aggregate {
+    /// `[point][metric] = (mean, half width)`.
+    values: Vec<Vec<(f64, f64)>>,
+}
+
+impl Aggregate {
+    fn new(points: usize, rows: &[ResultRow]) -> Aggregate {
+        let values = (0..points)
+            .map(|point| {
+                let of_point: Vec<&ResultRow> =
+                    rows.iter().filter(|row| row.point == point).collect();
+                (0..SUMMARY_METRICS.len())
+                    .map(|metric| {
+                        let samples: Vec<f64> = of_point
+                            .iter()
+                            .map(|row| {
+                                parse_metric(&row.metrics[metric]).expect("checked when read")
+                            })
+                            .collect();
+                        mean_and_interval(&samples)
+                    })
+                    .collect()
+            })
+            .collect();
+        Aggregate { values }
+    }
+
+    fn mean(&self, point: usize, metric: &str) -> f64 {
+        let index = SUMMARY_METRICS
+            .iter()
+            .position(|name| *name == metric)
+            .expect("a known metric");
+        self.values[point][index].0
+    }
+}
+
+fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
+    let spec = &prepared.spec;
+    let mut header = vec!["point".to_string()];
+    header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
+    header.push("seeds".into());
+    for name in SUMMARY_METRICS {
+        header.extend([
+            format!("{name}_mean"),
+            format!("{name}_ci_low"),
+            format!("{name}_ci_high"),
+        ]);
+    }
+    header.push("meets_requirements".into());
+    let rows: Vec<Vec<String>> = (0..spec.point_count())
+        .map(|point| {
+            let mut row = vec![point.to_string()];
+            row.extend(spec.point_values(point).into_iter().map(str::to_string));
+            row.push(prepared.seeds.len().to_string());
+            for &(mean, half_width) in &aggregate.values[point] {
+                row.extend([
+                    aggregate_text(mean),
+                    aggregate_text(mean - half_width),
+                    aggregate_text(mean + half_width),
+                ]);
+            }
+            row.push(meets(prepared, aggregate, point).to_string());
+            row
+        })
+        .collect();
+    csv_bytes(&header, &rows)
+}
+
+fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> bool {
+    prepared
+        .requirements
+        .iter()
+        .all(|requirement| requirement.holds(aggregate.mean(point, requirement.metric)))
+}
+
+#[derive(Serialize)]
+struct PolicySnippet<'a> {
+    policy: [&'a Policy; 1],
+}
+
+/// The recommendation: how many points met the requirements, the best by the metric to
+/// minimise (the first that met them if there is none), and its `[[policy]]` table; or, if
+/// nothing met them, the point that came closest and what it missed.
+fn recommendation(prepared: &PreparedSweep, aggregate: &Aggregate) -> Result<String, SweepError> {
+    let spec = &prepared.spec;
+    let mut text = String::new();
+    let requirements: Vec<String> = prepared
+        .requirements
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let _ = writeln!(
+        text,
+        "requirements: {}",
+        if requirements.is_empty() {
+            "none".to_string()
+        } else {
+            requirements.join(", ")
+        }
+    );
+    let _ = writeln!(
+        text,
+        "minimise: {}",
+        prepared
+            .minimize
+            .unwrap_or("nothing (first point that meets the requirements)")
+    );
+    let points = spec.point_count();
+    let meeting: Vec<usize> = (0..points)
+        .filter(|&point| meets(prepared, aggregate, point))
+        .collect();
+    let _ = writeln!(
+        text,
+        "{} of {points} points meet the requirements (means over {} seed{})",
+        meeting.len(),
+        prepared.seeds.len(),
+        if prepared.seeds.len() == 1 { "" } else { "s" }
+    );
+    let best = match prepared.minimize {
+        Some(metric) => meeting
+            .iter()
+            .copied()
+            .filter(|&point| !aggregate.mean(point, metric).is_nan())
+            .min_by(|&a, &b| {
+                aggregate
+                    .mean(a, metric)
+                    .total_cmp(&aggregate.mean(b, metric))
+            }),
+        None => meeting.first().copied(),
+    };
+    let Some(best) = best else {
+        closest(prepared, aggregate, &mut text);
+        return Ok(text);
+    };
+    let _ = write!(
+        text,
+        "recommended: point {best}: {}",
+        spec.describe_point(best)
+    );
+    if let Some(metric) = prepared.minimize {
+        let index = SUMMARY_METRICS
+            .iter()
+            .position(|name| *name == metric)
+            .expect("a known metric");
+        let (mean, half_width) = aggregate.values[best][index];
+        let _ = write!(text, " ({metric} {}", aggregate_text(mean));
+        if !half_width.is_nan() {
+            let _ = write!(text, " ± {}", aggregate_text(half_width));
+        }
+        text.push(')');
+    }
+    text.push_str("\n\n# Paste into a scenario:\n");
+    let scenario = spec.scenario_for(best)?;
+    let snippet = toml::to_string(&PolicySnippet {
+        policy: [&scenario.policy[0]],
+    })
+    .expect("a policy serializes");
+    text.push_str(&snippet);
+    Ok(text)
+}
+
+/// When no point meets every requirement: the point with the fewest misses, ties broken by the
+/// smallest total relative shortfall, and each requirement it misses.
+fn closest(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) {
+    let misses = |point: usize| -> Vec<(String, f64, f64)> {
+        prepared
+            .requirements
+            .iter()
+            .filter_map(|requirement| {
+                let value = aggregate.mean(point, requirement.metric);
+                let shortfall = requirement.shortfall(value);
+                (shortfall > 0.0).then(|| (requirement.to_string(), value, shortfall))
+            })
+            .collect()
+    };
+    let score = |point: usize| {
+        let missed = misses(point);
+        let total: f64 = missed.iter().map(|(_, _, shortfall)| shortfall).sum();
+        (missed.len(), total)
+    };
+    let Some(point) = (0..prepared.spec.point_count()).min_by(|&a, &b| {
+        let (a, b) = (score(a), score(b));
+        a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+    }) else {
+        return;
+    };
+    let _ = writeln!(
+        text,
+        "no point meets every requirement; closest: point {point}: {}",
+        prepared.spec.describe_point(point)
+    );
+    for (requirement, value, shortfall) in misses(point) {
+        let _ = writeln!(
+            text,
+            "  misses {requirement}: measured {} ({})",
+            aggregate_text(value),
+            if shortfall.is_finite() {
+                format!("{:.2}% short", shortfall * 100.0)
+            } else {
+                "undefined".to_string()
+            }
+        );
+    }
+}
+
+fn sweep_json(prepared: &PreparedSweep) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Manifest<'a> {
+        #[serde(flatten)]
+        spec: &'a SweepSpec,
+        seed_values: &'a [u64],
+        points: usize,
+    }
+    let mut bytes = serde_json::to_vec_pretty(&Manifest {
+        spec: &prepared.spec,
+        seed_values: &prepared.seeds,
+        points: prepared.spec.point_count(),
+    })
+    .expect("the manifest serializes");
+    bytes.push(b'\n');
+    bytes
+}
+
+/// The files a shard writes: its rows, the manifest, and which shard it is.
+pub fn shard_files(
+    prepared: &PreparedSweep,
+    shard: Shard,
+    rows: &[ResultRow],
+) -> Vec<(String, Vec<u8>)> {
+    let mut shard_json = serde_json::to_vec_pretty(&shard).expect("a shard serializes");
+    shard_json.push(b'\n');
+    vec![
+        (
+            "results.csv".into(),
+            results_csv(&prepared.spec, &prepared.seeds, rows),
+        ),
+        ("sweep.json".into(), sweep_json(prepared)),
+        ("shard.json".into(), shard_json),
+    ]
+}
+
+/// Every file of a whole sweep, from all its rows (ordered by point and seed), and the text of
+/// the recommendation.
+pub fn finalize(
+    prepared: &PreparedSweep,
+    rows: &[ResultRow],
+    formats: &[Format],
+) -> Result<(Vec<OutputFile>, String), SweepError> {
+    let aggregate = Aggregate::new(prepared.spec.point_count(), rows);
+    let recommendation = recommendation(prepared, &aggregate)?;
+    let mut files = vec![
+        (
+            "results.csv".to_string(),
+            results_csv(&prepared.spec, &prepared.seeds, rows),
+        ),
+        (
+            "aggregate.csv".to_string(),
+            aggregate_csv(prepared, &aggregate),
+        ),
+        (
+            "recommendation.txt".to_string(),
+            recommendation.clone().into_bytes(),
+        ),
+        ("sweep.json".to_string(), sweep_json(prepared)),
+    ];
+    let chart_error = |error: ChartError| SweepError::Definition(error.to_string());
+    if let Some(layout) = heatmap::Layout::of(&prepared.spec) {
+        for metric in HEATMAP_METRICS {
+            let data = HeatmapData {
+                scenario: prepared.points[0].name.to_string(),
+                policy: prepared.spec.policy.clone(),
+                metric,
+                layout: layout.clone(),
+                means: (0..prepared.spec.point_count())
+                    .map(|point| aggregate.mean(point, metric))
+                    .collect(),
+            };
+            for &format in formats {
+                let bytes = heatmap::render(&data, format).map_err(chart_error)?;
+                files.push((format!("heatmap-{metric}.{}", format.extension()), bytes));
+            }
+        }
+    }
+    Ok((files, recommendation))
+}
+
+/// Reads shard folders, checks that they are the shards of one sweep, each exactly once, and
+/// returns the sweep's definition and all rows ordered by point and seed.
+pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
+    let mut manifest: Option<(Vec<u8>, SweepSpec, Vec<u64>)> = None;
+    let mut shards: Vec<Shard> = Vec::new();
+    let mut rows = Vec::new();
+    for folder in folders {
+        let read = |name: &str| {
+            fs::read(folder.join(name))
+                .map_err(|error| format!("{}: {error}", folder.join(name).display()))
+        };
+        let manifest_bytes = read("sweep.json")?;
+        let shard: Shard = serde_json::from_slice(&read("shard.json")?)
+            .map_err(|error| format!("{}: {error}", folder.join("shard.json").display()))?;
+        if manifest.is_none() {
+            #[derive(serde::Deserialize)]
+            struct Manifest {
+                #[serde(flatten)]
+                spec: SweepSpec,
+                seed_values: Vec<u64>,
+            }
+            let parsed: Manifest = serde_json::from_slice(&manifest_bytes)
+                .map_err(|error| format!("{}: {error}", folder.join("sweep.json").display()))?;
+            manifest = Some((manifest_bytes.clone(), parsed.spec, parsed.seed_values));
+        }
+        let (first_bytes, spec, seeds) = manifest.as_ref().expect("set above");
+        if *first_bytes != manifest_bytes {
+            return Err(format!(
+                "{}: this shard belongs to a different sweep than {}",
+                folder.display(),
+                folders[0].display()
+            ));
+        }
+        if shards.iter().any(|seen| seen.count != shard.count) {
+            return Err(format!(
+                "{}: shard {shard} does not match the others' count",
+                folder.display()
+            ));
+        }
+        if shards.contains(&shard) {
+            return Err(format!(
+                "{}: shard {shard} is given twice",
+                folder.display()
+            ));
+        }
+        let shard_rows = read_results(&folder.join("results.csv"), spec, seeds)?;
+        if let Some(row) = shard_rows.iter().find(|row| !shard.owns(row.point)) {
+            return Err(format!(
+                "{}: point {} does not belong to shard {shard}",
+                folder.display(),
+                row.point
+            ));
+        }
+        shards.push(shard);
+        rows.extend(shard_rows);
+    }
+    let Some((_, spec, seeds)) = manifest else {
+        return Err("merge needs at least one shard folder".into());
+    };
+    let count = shards[0].count;
+    let missing: Vec<String> = (0..count)
+        .filter(|index| !shards.iter().any(|shard| shard.index == *index))
+        .map(|index| format!("{index}/{count}"))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!("shards missing: {}", missing.join(", ")));
+    }
+    rows.sort_by_key(|row| (row.point, row.seed_index));
+    let expected = spec.point_count() * seeds.len();
+    if rows.len() != expected
+        || rows
+            .windows(2)
+            .any(|pair| (pair[0].point, pair[0].seed_index) == (pair[1].point, pair[1].seed_index))
+    {
+        return Err(format!(
+            "the shards hold {} rows; the sweep has {expected} simulations, each once",
+            rows.len()
+        ));
+    }
+    Ok((spec, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn intervals_use_students_t() {
+        let (mean, half) = mean_and_interval(&[1.0, 2.0, 3.0]);
+        assert_eq!(mean, 2.0);
+        // s = 1, n = 3: 4.303 / sqrt(3).
+        assert!((half - 4.303 / 3f64.sqrt()).abs() < 1e-12);
+        let (mean, half) = mean_and_interval(&[5.0]);
+        assert_eq!(mean, 5.0);
+        assert!(half.is_nan());
+        assert!(mean_and_interval(&[1.0, f64::INFINITY]).0.is_infinite());
+        assert!(mean_and_interval(&[f64::NAN]).0.is_nan());
+        assert_eq!(mean_and_interval(&[f64::NAN, 4.0]).0, 4.0);
+        // Tabulated: t(0.975; 31) = 2.0395, t(0.975; 120) = 1.9799.
+        assert!((t_quantile(31) - 2.0395).abs() < 0.0002);
+        assert!((t_quantile(120) - 1.9799).abs() < 0.0002);
+    }
+}
