@@ -57,19 +57,19 @@ impl CapacityCurve {
         self.points.first().map_or(1.0, |&(_, factor)| factor)
     }
 
-    /// The last time the factor came back to its initial value after being below it: the end
-    /// of the incident, from which recovery is measured. 0 if it never dipped; the last point's
-    /// time if it never came back.
+    /// The last time the factor came back to its initial value after leaving it: the end of
+    /// the incident (an outage, a load spike), from which recovery is measured. 0 if it never
+    /// left; the last point's time if it never came back.
     pub fn incident_end(&self) -> Micros {
         let initial = self.initial_factor();
-        let mut below = false;
+        let mut away = false;
         let mut end = 0;
         for &(at, factor) in &self.points {
-            if factor < initial {
-                below = true;
+            if factor != initial {
+                away = true;
                 end = at;
-            } else if below {
-                below = false;
+            } else if away {
+                away = false;
                 end = at;
             }
         }
@@ -196,6 +196,8 @@ mod tests {
         assert_eq!(outage.incident_end(), 40_000);
         let never_back = curve(10, &[(0, 1.0), (20, 0.5)]);
         assert_eq!(never_back.incident_end(), 20_000);
+        let spike = curve(1, &[(10, 1.0), (10, 4.0), (12, 4.0), (12, 1.0)]);
+        assert_eq!(spike.incident_end(), 12_000);
     }
 
     #[test]

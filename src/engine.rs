@@ -211,11 +211,16 @@ struct Engine<'a, O: Observer> {
     duration: Micros,
     /// Every operation's time budget.
     deadline: Micros,
+    /// How long the upstream remembers a completed key, in this policy's simulation.
+    idempotency_ttl: Micros,
     bucket: Micros,
     endpoints: Vec<Endpoint>,
     latency: Distribution,
     service: Distribution,
     arrival_mean_us: f64,
+    /// The open workload's load curve, if it has one, and its peak factor (1 without one).
+    load: Option<CapacityCurve>,
+    load_peak: f64,
     think_mean_us: f64,
     // Random streams.
     arrivals: Stream,
@@ -251,8 +256,8 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Endpoint {
                     cumulative_weight,
                     idempotent_method: is_idempotent_method(&operation.method),
-                    idempotency_key: operation.idempotency_key,
-                    status_endpoint: operation.status_endpoint,
+                    idempotency_key: policy.idempotency_key.unwrap_or(operation.idempotency_key),
+                    status_endpoint: policy.status_endpoint.unwrap_or(operation.status_endpoint),
                 }
             })
             .collect();
@@ -273,6 +278,10 @@ impl<'a, O: Observer> Engine<'a, O> {
             recorder: Recorder::new(scenario.bucket.get_ref().micros()),
             duration: scenario.duration.get_ref().micros(),
             deadline: clients.deadline.micros(),
+            idempotency_ttl: policy
+                .idempotency_ttl
+                .unwrap_or(upstream.idempotency_ttl)
+                .micros(),
             bucket: scenario.bucket.get_ref().micros(),
             endpoints,
             latency: scenario.network.latency,
@@ -285,6 +294,13 @@ impl<'a, O: Observer> Engine<'a, O> {
             think_mean_us: clients
                 .think_time
                 .map_or(0.0, |think| think.micros() as f64),
+            load: (!clients.load.is_empty()).then(|| CapacityCurve::new(1, &clients.load)),
+            load_peak: clients
+                .load
+                .iter()
+                .map(|point| point.factor.get())
+                .fold(0.0, f64::max)
+                .max(if clients.load.is_empty() { 1.0 } else { 0.0 }),
             arrivals: Stream::new(seed, Purpose::Arrivals),
             operations_stream: Stream::new(seed, Purpose::Operations),
             network: Stream::new(seed, Purpose::Network),
@@ -387,8 +403,30 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     // ---- clients -------------------------------------------------------------------------
 
+    /// The deadline the client works to: the operation's, or practically none for a client
+    /// that ignores it (then only the retry budget ends the operation).
+    fn deadline_of(&self, start: Micros) -> Micros {
+        if self.client.policy.ignore_deadline {
+            Micros::MAX / 2
+        } else {
+            start + self.deadline
+        }
+    }
+
+    /// The next open-loop arrival. With a load curve, arrivals are drawn at the curve's peak
+    /// rate and thinned (kept with probability `factor(t) / peak`), which gives a Poisson
+    /// process of rate `rate * factor(t)` from the arrival stream alone.
     fn schedule_next_arrival(&mut self) {
-        self.next_arrival_us += self.arrivals.exponential(self.arrival_mean_us);
+        loop {
+            self.next_arrival_us += self
+                .arrivals
+                .exponential(self.arrival_mean_us / self.load_peak);
+            let Some(load) = &self.load else { break };
+            let keep = load.factor(self.next_arrival_us as Micros) / self.load_peak;
+            if self.next_arrival_us >= self.duration as f64 || self.arrivals.unit() < keep {
+                break;
+            }
+        }
         if self.next_arrival_us < self.duration as f64 {
             self.events
                 .push(self.next_arrival_us as Micros, Event::Arrival);
@@ -430,12 +468,17 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// Sends an attempt of `operation`, or a status check about it.
     fn send(&mut self, key: Key, status_check: bool) {
         let now = self.now;
+        let start = self
+            .operations
+            .get(key)
+            .expect("a live operation sends")
+            .start;
+        let time_left = self.deadline_of(start).saturating_sub(now);
         let operation = self
             .operations
             .get_mut(key)
             .expect("a live operation sends");
         let index = u32::from(operation.attempt);
-        let time_left = (operation.start + self.deadline).saturating_sub(now);
         operation.live_attempts += 1;
         let counts = self.recorder.at(now);
         if status_check {
@@ -589,7 +632,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let operation = self.operations.get(key).expect("live operation");
         let endpoint = &self.endpoints[usize::from(operation.endpoint)];
         if endpoint.status_endpoint && !endpoint.idempotent_method {
-            if operation.start + self.deadline > self.now {
+            if self.deadline_of(operation.start) > self.now {
                 self.operations
                     .get_mut(key)
                     .expect("live operation")
@@ -626,7 +669,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             transport_error,
             attempt: f64::from(operation.attempt),
             now_ms: self.now as f64 / MICROS_PER_MS as f64,
-            deadline_ms: (operation.start + self.deadline) as f64 / MICROS_PER_MS as f64,
+            deadline_ms: self.deadline_of(operation.start) as f64 / MICROS_PER_MS as f64,
             base_ms: self.client.base_ms,
             cap_ms: self.client.cap_ms,
             max_attempts: self.client.max_attempts,
@@ -750,10 +793,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .get_mut(operation_key)
                 .expect("live operation");
             if self.endpoints[usize::from(operation.endpoint)].idempotency_key {
-                match operation
-                    .key
-                    .verdict(self.now, upstream.idempotency_ttl.micros())
-                {
+                match operation.key.verdict(self.now, self.idempotency_ttl) {
                     KeyVerdict::Process => operation.key = KeyState::InFlight,
                     KeyVerdict::Replay => {
                         self.recorder.upstream().replayed += 1;

@@ -12,6 +12,7 @@ use crate::capacity::CapacityCurve;
 use crate::engine::{Observer, simulate};
 use crate::metrics::{Measurements, RecoveryWindow, Summary};
 use crate::scenario::Scenario;
+use crate::time::Micros;
 
 /// One policy's results.
 #[derive(Debug)]
@@ -39,6 +40,15 @@ pub struct ScenarioRun {
     pub policies: Vec<PolicyRun>,
 }
 
+/// The end of the scenario's incident, from which recovery is measured: the later of the
+/// times the capacity curve and the load curve return to their starting level.
+pub fn incident_end(scenario: &Scenario) -> Micros {
+    let upstream = &scenario.upstream;
+    let capacity = CapacityCurve::new(upstream.workers.get(), &upstream.capacity).incident_end();
+    let load = CapacityCurve::new(1, &scenario.clients.load).incident_end();
+    capacity.max(load)
+}
+
 /// Simulates every policy of `scenario`, each watched by its observer (one per policy, in
 /// order); the observers come back with the results.
 pub fn run_scenario<O: Observer + Send>(
@@ -51,9 +61,8 @@ pub fn run_scenario<O: Observer + Send>(
         "one observer per policy"
     );
     let upstream = &scenario.upstream;
-    let capacity = CapacityCurve::new(upstream.workers.get(), &upstream.capacity);
     let window = RecoveryWindow {
-        incident_end: capacity.incident_end(),
+        incident_end: incident_end(scenario),
         duration: scenario.duration.get_ref().micros(),
     };
     let (policies, observers): (Vec<PolicyRun>, Vec<O>) = scenario

@@ -67,6 +67,11 @@ pub struct Clients {
     /// Open workload: operations per second per client (the total rate is `count * rate`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<Positive>,
+    /// Open workload: the offered rate over time as a factor of `rate`, piecewise linear like
+    /// `upstream.capacity` (a load spike: `[{ at = "10s", factor = 1 }, { at = "10s", factor =
+    /// 3 }, { at = "12s", factor = 3 }, { at = "12s", factor = 1 }]`). Default: always 1.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load: Vec<CapacityPoint>,
     /// Closed workload: mean think time between operations (exponential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_time: Option<Duration>,
@@ -237,7 +242,7 @@ pub struct Errors {
     pub status: Bounded<400, 599>,
 }
 
-/// `{ at = "20s", factor = 0.0 }`.
+/// `{ at = "20s", factor = 0.0 }`: a point of a piecewise-linear curve over time.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct CapacityPoint {
@@ -300,6 +305,24 @@ pub struct Policy {
     /// without key or status endpoint), to show the duplicate writes that causes.
     #[serde(default)]
     pub unsafe_retries: bool,
+    /// This client attaches an idempotency key to every operation (`true`) or to none
+    /// (`false`), whatever the operations say; unset, the operations decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<bool>,
+    /// This client uses (`true`) or ignores (`false`) the status endpoint of every operation;
+    /// unset, the operations decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_endpoint: Option<bool>,
+    /// A client that ignores the operation's deadline: every attempt waits the full
+    /// `attempt_timeout` and retries go on until the retry budget is spent, long after the
+    /// caller has given up. For showing why the deadline belongs to the operation.
+    #[serde(default)]
+    pub ignore_deadline: bool,
+    /// What-if: in this policy's simulation the upstream keeps completed keys this long instead
+    /// of `upstream.idempotency_ttl` (each policy is simulated on its own, so policies can
+    /// compare key stores).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_ttl: Option<Duration>,
 }
 
 /// Default values, one function each because serde wants functions.
@@ -372,6 +395,10 @@ mod defaults {
             jitter: jitter(),
             retry_after: RetryAfterMode::Honor,
             unsafe_retries: false,
+            ignore_deadline: false,
+            idempotency_key: None,
+            status_endpoint: None,
+            idempotency_ttl: None,
         }]
     }
 }

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::capacity::CapacityCurve;
 use crate::engine::{Quiet, simulate};
 use crate::metrics::{RecoveryWindow, SUMMARY_METRICS};
+use crate::run::incident_end;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
 
 pub use requirement::Requirement;
@@ -427,10 +427,8 @@ impl PreparedSweep {
                 scenario.seed = self.seeds[seed_index];
                 let policy = &scenario.policy[0];
                 let measurements = simulate(&scenario, policy, &mut Quiet);
-                let upstream = &scenario.upstream;
-                let capacity = CapacityCurve::new(upstream.workers.get(), &upstream.capacity);
                 let summary = measurements.summary(RecoveryWindow {
-                    incident_end: capacity.incident_end(),
+                    incident_end: incident_end(&scenario),
                     duration: scenario.duration.get_ref().micros(),
                 });
                 done.fetch_add(1, Ordering::Relaxed);

@@ -10,7 +10,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use super::{Scenario, Workload};
+use super::{CapacityPoint, Scenario, Workload};
 
 /// At most this many time-series buckets: each holds a latency histogram.
 pub const MAX_BUCKETS: u64 = 100_000;
@@ -74,7 +74,21 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
                     "`think_time` is for closed workloads; an open workload has `rate`".into(),
                 ));
             }
-            let total = rate.get() * clients.count.get_ref().get() as f64;
+            if clients.load.iter().any(|point| point.factor.get() > 0.0) || clients.load.is_empty()
+            {
+            } else {
+                return Err((
+                    workload_span,
+                    "`load` is zero everywhere: no operation would ever start".into(),
+                ));
+            }
+            validate_curve("load", &clients.load)?;
+            let peak = clients
+                .load
+                .iter()
+                .map(|point| point.factor.get())
+                .fold(1.0, f64::max);
+            let total = rate.get() * clients.count.get_ref().get() as f64 * peak;
             if total > MAX_OPEN_RATE {
                 return Err((
                     count_span,
@@ -91,10 +105,11 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
                     "a closed workload needs `think_time`, the mean pause between a client's operations".into(),
                 ));
             }
-            if clients.rate.is_some() {
+            if clients.rate.is_some() || !clients.load.is_empty() {
                 return Err((
                     workload_span,
-                    "`rate` is for open workloads; a closed workload has `think_time`".into(),
+                    "`rate` and `load` are for open workloads; a closed workload has `think_time`"
+                        .into(),
                 ));
             }
         }
@@ -150,17 +165,18 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
     Ok(())
 }
 
-fn validate_upstream(scenario: &Scenario) -> Result<(), Problem> {
-    let upstream = &scenario.upstream;
+/// Points of a piecewise-linear curve (`capacity`, `load`) must be sorted by time, and a time
+/// may appear at most twice (twice makes a step).
+fn validate_curve(name: &str, points: &[CapacityPoint]) -> Result<(), Problem> {
     let mut previous: Option<(u64, usize)> = None; // (time, points at that time)
-    for point in &upstream.capacity {
+    for point in points {
         let at = point.at.get_ref().micros();
         let repeats = match previous {
             Some((time, _)) if at < time => {
                 return Err((
                     point.at.span(),
                     format!(
-                        "capacity points must be sorted by `at`; {} comes after a later point",
+                        "{name} points must be sorted by `at`; {} comes after a later point",
                         point.at.get_ref()
                     ),
                 ));
@@ -171,11 +187,17 @@ fn validate_upstream(scenario: &Scenario) -> Result<(), Problem> {
         if repeats > 2 {
             return Err((
                 point.at.span(),
-                "a time may appear at most twice in `capacity` (twice makes a step)".into(),
+                format!("a time may appear at most twice in `{name}` (twice makes a step)"),
             ));
         }
         previous = Some((at, repeats));
     }
+    Ok(())
+}
+
+fn validate_upstream(scenario: &Scenario) -> Result<(), Problem> {
+    let upstream = &scenario.upstream;
+    validate_curve("capacity", &upstream.capacity)?;
     if let Some(limit) = &upstream.rate_limit
         && limit.retry_after_granularity.get_ref().micros() == 0
     {
