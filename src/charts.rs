@@ -367,7 +367,7 @@ fn draw_panel<DB: DrawingBackend>(
     let axis_font = (FONT, font_size(15.0, scale)).into_font();
     let mut builder = ChartBuilder::on(&plot);
     builder
-        .margin_left((14.0 * scale) as u32)
+        .margin_left((26.0 * scale) as u32)
         .margin_right((24.0 * scale) as u32)
         .margin_top((8.0 * scale) as u32)
         .x_label_area_size((48.0 * scale) as u32)
@@ -482,22 +482,37 @@ fn legend_layout<DB: DrawingBackend>(
     scale: f64,
 ) -> Vec<Vec<usize>> {
     let (width, _) = area.dim_in_pixel();
-    let font = (FONT, font_size(16.0, scale)).into_font();
+    let start = (LEGEND_LEFT * scale) as u32;
     let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
-    let mut used = 0u32;
+    let mut used = start;
     for (index, line) in series.iter().enumerate() {
-        let text_width = area
-            .estimate_text_size(&line.label, &TextStyle::from(font.clone()))
-            .map_or(200, |(w, _)| w);
-        let entry = (40.0 * scale) as u32 + text_width + (24.0 * scale) as u32;
+        let entry = legend_entry_width(area, &line.label, scale);
         if used + entry > width && !rows.last().expect("never empty").is_empty() {
             rows.push(Vec::new());
-            used = 0;
+            used = start;
         }
         rows.last_mut().expect("never empty").push(index);
         used += entry;
     }
     rows
+}
+
+/// Where legend entries start, in unscaled pixels (in line with the plot's y axis).
+const LEGEND_LEFT: f64 = 108.0;
+
+/// The width a legend entry takes: its line sample, its label and the gap after it. Labels are
+/// measured with the embedded font plus 15%, because an SVG viewer draws them with a font of
+/// its own, which may be wider.
+fn legend_entry_width<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    label: &str,
+    scale: f64,
+) -> u32 {
+    let font = (FONT, font_size(16.0, scale)).into_font();
+    let text_width = area
+        .estimate_text_size(label, &TextStyle::from(font))
+        .map_or(200, |(width, _)| width);
+    (38.0 * scale) as u32 + (f64::from(text_width) * 1.15) as u32 + (24.0 * scale) as u32
 }
 
 fn draw_legend<DB: DrawingBackend>(
@@ -510,7 +525,7 @@ fn draw_legend<DB: DrawingBackend>(
     let row_height = 22.0 * scale;
     for (row, entries) in rows.iter().enumerate() {
         let y = (row as f64 * row_height + row_height / 2.0 + 3.0) as i32;
-        let mut x = (108.0 * scale) as i32;
+        let mut x = (LEGEND_LEFT * scale) as i32;
         for &index in entries {
             let line = &series[index];
             let style = line.colour.stroke_width((2.0 * scale).max(1.0) as u32);
@@ -527,16 +542,12 @@ fn draw_legend<DB: DrawingBackend>(
             } else {
                 area.draw(&PathElement::new(sample.to_vec(), style))?;
             }
-            x += (38.0 * scale) as i32;
             area.draw(&Text::new(
                 line.label.clone(),
-                (x, y - (9.0 * scale) as i32),
+                (x + (38.0 * scale) as i32, y - (9.0 * scale) as i32),
                 font.clone(),
             ))?;
-            let text_width = area
-                .estimate_text_size(&line.label, &TextStyle::from(font.clone()))
-                .map_or(200, |(w, _)| w);
-            x += text_width as i32 + (24.0 * scale) as i32;
+            x += legend_entry_width(area, &line.label, scale) as i32;
         }
     }
     Ok(())

@@ -40,6 +40,7 @@ pub mod metrics;
 pub mod output;
 pub mod random;
 pub mod rate_limiter;
+pub mod report;
 pub mod retry_after;
 pub mod run;
 pub mod scenario;

@@ -14,6 +14,7 @@ use rayon::prelude::*;
 use retrystorm::charts::{Chart, Format, render};
 use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace, write_atomic};
+use retrystorm::report::report_html;
 use retrystorm::run::{ScenarioRun, run_scenario};
 use retrystorm::scenario::{Override, Scenario, load};
 use retrystorm::time::Micros;
@@ -151,6 +152,10 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     if !args.no_charts {
         write_charts(&run, &folder, &args.format)?;
     }
+    let report = folder.join("report.html");
+    let page = report_html(&run)
+        .map_err(|error| io::Error::other(format!("{}: {error}", report.display())))?;
+    write_atomic(&report, &page).map_err(|error| with_path(error, &report))?;
     print_table(&run, &folder);
     if args.stats {
         print_stats(&run, wall);

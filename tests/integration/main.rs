@@ -5,6 +5,8 @@ mod charts;
 mod decide_command;
 mod decision_properties;
 mod determinism;
+mod examples;
+mod lessons;
 mod queueing;
 mod run_command;
 mod scenario_errors;

@@ -1,0 +1,206 @@
+//! `report.html`: one self-contained page per run, for reading without a terminal.
+//!
+//! The page holds the scenario's description, what was simulated, the summary table, the four
+//! charts inline as SVG, and what each metric means. It loads nothing from anywhere (no
+//! scripts, no fonts, no stylesheets), so it opens from a file in any browser and can be mailed
+//! or attached to a postmortem as it is.
+
+use std::fmt::Write as _;
+
+use crate::charts::{Chart, ChartError, Format, render};
+use crate::run::ScenarioRun;
+
+/// What each summary column means, in the order of the table.
+const METRICS: [(&str, &str); 11] = [
+    (
+        "operations",
+        "Operations started: one per call a client made, however many attempts it took.",
+    ),
+    (
+        "success",
+        "Operations that succeeded, as a share of those started.",
+    ),
+    (
+        "amplification",
+        "Requests the upstream received per operation: attempts plus status checks, divided by operations. 1 means no retries.",
+    ),
+    (
+        "duplicate writes",
+        "Writes committed beyond the first for one logical operation: a customer charged twice.",
+    ),
+    (
+        "unknown results",
+        "Operations that ended with their outcome unknown: the write may or may not have happened, and someone has to reconcile it.",
+    ),
+    (
+        "timeouts",
+        "Attempts whose client stopped waiting before an answer came.",
+    ),
+    (
+        "p50 / p99",
+        "Median and 99th percentile latency of the operations that succeeded, from the first attempt to the answer, in milliseconds.",
+    ),
+    (
+        "peak attempts/s",
+        "The highest rate of attempts sent in any time bucket: the height of the second wave.",
+    ),
+    (
+        "wasted work",
+        "Worker-seconds the upstream spent on requests whose client had already given up.",
+    ),
+    (
+        "recovery",
+        "Seconds from the end of the incident until the system is healthy for good (at most 1% of operations failing, retries adding at most 10% to the first attempts); \"never\" if it is not healthy by the end of the run.",
+    ),
+    (
+        "failures by reason",
+        "Why operations ended without success: the retry decision's reasons (max-attempts, deadline-exhausted, not-transient, unknown-result, ...).",
+    ),
+];
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
+fn optional(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
+}
+
+/// The report's bytes.
+pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
+    let scenario = &run.scenario;
+    let name = escape(scenario.name.as_str());
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{name}: retrystorm report</title>
+<style>
+body {{ font-family: "DejaVu Sans", Verdana, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }}
+h1 {{ margin-bottom: 0.2em; }}
+.description {{ font-size: 1.15em; margin-top: 0; }}
+.table {{ overflow-x: auto; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 0.35em 0.8em; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+th {{ background: #f4f4f4; }}
+figure {{ margin: 1.5em 0; }}
+figure svg {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
+dt {{ font-weight: bold; margin-top: 0.6em; }}
+dd {{ margin-left: 1.5em; }}
+.meta {{ color: #555; }}
+</style>
+</head>
+<body>
+<h1>{name}</h1>
+<p class="description">{}</p>
+"#,
+        escape(&scenario.description)
+    );
+    let clients = &scenario.clients;
+    let upstream = &scenario.upstream;
+    let _ = writeln!(
+        page,
+        r#"<p class="meta">{} clients ({} workload), deadline {}, attempt timeout {}; upstream of {} workers, service time {}, queue limit {}, outage behaviour "{}"; simulated for {} with seed {}, in buckets of {}.</p>"#,
+        clients.count.get_ref().get(),
+        escape(&format!("{:?}", clients.workload.get_ref()).to_lowercase()),
+        clients.deadline,
+        clients.attempt_timeout,
+        upstream.workers.get(),
+        escape(&upstream.service_time.to_string()),
+        upstream.queue_limit.get(),
+        escape(&format!("{:?}", upstream.outage).to_lowercase()),
+        scenario.duration.get_ref(),
+        scenario.seed,
+        scenario.bucket.get_ref(),
+    );
+    page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
+    for policy in &run.policies {
+        let summary = &policy.summary;
+        let failures: Vec<String> = policy
+            .measurements
+            .failures()
+            .into_iter()
+            .map(|(reason, count)| format!("{reason}: {count}"))
+            .collect();
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            escape(&policy.name),
+            summary.operations,
+            summary.success_rate * 100.0,
+            summary.amplification,
+            summary.duplicate_writes,
+            summary.unknown_results,
+            summary.timeouts,
+            optional(summary.p50_ms, 1),
+            optional(summary.p99_ms, 1),
+            summary.peak_attempts_rps,
+            summary.wasted_work_s,
+            summary
+                .recovery_s
+                .map_or_else(|| "never".to_string(), |seconds| format!("{seconds:.1} s")),
+            escape(&if failures.is_empty() {
+                "none".to_string()
+            } else {
+                failures.join(", ")
+            }),
+        );
+    }
+    page.push_str("</table></div>\n<h2>Charts</h2>\n");
+    let captions = [
+        (
+            Chart::Load,
+            "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity below its starting level.",
+        ),
+        (
+            Chart::Latency,
+            "Latency of the operations that succeeded in each bucket: p99 solid, p50 dashed, log scale.",
+        ),
+        (
+            Chart::Duplicates,
+            "Duplicate writes (solid) and unknown results (dashed), added up over time.",
+        ),
+        (
+            Chart::Goodput,
+            "Operations succeeded per second (top) and failed per second by reason (bottom).",
+        ),
+    ];
+    for (chart, caption) in captions {
+        let svg = render(run, chart, Format::Svg)?;
+        let _ = write!(
+            page,
+            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+            String::from_utf8_lossy(&svg),
+            escape(caption)
+        );
+    }
+    page.push_str("<h2>What the numbers mean</h2>\n<dl>\n");
+    for (term, meaning) in METRICS {
+        let _ = writeln!(
+            page,
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(term),
+            escape(meaning)
+        );
+    }
+    page.push_str("</dl>\n<p class=\"meta\">Written by retrystorm. The same scenario and seed give the same page.</p>\n</body>\n</html>\n");
+    Ok(page.into_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(escape("a < b & \"c\""), "a &lt; b &amp; &quot;c&quot;");
+    }
+}

@@ -1,0 +1,52 @@
+//! The committed examples in output/ are what the code produces today, byte for byte.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[test]
+fn committed_examples_are_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "toml")
+        })
+        .collect();
+    scenarios.sort();
+    assert!(scenarios.len() >= 7, "{scenarios:?}");
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("examples");
+    let _ = std::fs::remove_dir_all(&out);
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .current_dir(root)
+        .arg("run")
+        .args(&scenarios)
+        .args(["--no-charts", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for scenario in &scenarios {
+        let name = scenario.file_stem().unwrap().to_string_lossy();
+        for file in [
+            "timeseries.csv",
+            "summary.csv",
+            "summary.json",
+            "scenario.toml",
+            "report.html",
+        ] {
+            let fresh = std::fs::read(out.join(&*name).join(file)).unwrap();
+            let committed = std::fs::read(root.join("output").join(&*name).join(file))
+                .unwrap_or_else(|_| panic!("output/{name}/{file} is not committed"));
+            assert!(
+                fresh == committed,
+                "output/{name}/{file} is stale: regenerate the examples with `cargo run --release -- run scenarios/*.toml`"
+            );
+        }
+    }
+}
