@@ -9,7 +9,8 @@
 //!
 //! Conventions, the same in every chart: one colour per policy, in scenario order, from the
 //! Okabe-Ito palette (safe for the common forms of colour blindness); the upstream's capacity in
-//! grey; the incident window (capacity below its starting level) shaded; units on every axis;
+//! grey; the incident window (capacity or offered load away from its starting level) shaded;
+//! units on every axis;
 //! legends in a strip of their own above the plot, so they never cover data.
 
 pub mod heatmap;
@@ -665,7 +666,15 @@ impl ChartData {
             times,
             policies,
             capacity_rps,
-            incidents: incident_windows(&curve, buckets as u64 * bucket),
+            incidents: {
+                let end = buckets as u64 * bucket;
+                // A load curve is resolved to a thousandth of its factor.
+                let load = CapacityCurve::new(1000, &run.scenario.clients.load);
+                let mut windows = incident_windows(&curve, end);
+                windows.extend(incident_windows(&load, end));
+                windows.sort_by(|a, b| a.0.total_cmp(&b.0));
+                windows
+            },
         }
     }
 
@@ -866,15 +875,16 @@ impl Panel {
     }
 }
 
-/// Time ranges, in seconds, where capacity is below its starting level.
+/// Time ranges, in seconds, where a curve (capacity, or load) is away from its starting level.
 fn incident_windows(curve: &CapacityCurve, end: Micros) -> Vec<(f64, f64)> {
+    // Callers scale the curve so that whole units resolve its factor well enough.
     let initial = curve.available(0);
     let mut windows = Vec::new();
     let mut start: Option<Micros> = None;
     let mut time = 0;
     loop {
-        let below = curve.available(time) < initial;
-        match (below, start) {
+        let away = curve.available(time) != initial;
+        match (away, start) {
             (true, None) => start = Some(time),
             (false, Some(began)) => {
                 windows.push((began, time));

@@ -158,7 +158,7 @@ dd {{ margin-left: 1.5em; }}
     let captions = [
         (
             Chart::Load,
-            "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity below its starting level.",
+            "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level.",
         ),
         (
             Chart::Latency,
