@@ -100,6 +100,23 @@ fn the_bundled_scenario_runs_and_writes_every_file() {
     let json: serde_json::Value =
         serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
     assert_eq!(json.as_array().unwrap().len(), 3);
+    // The report is one self-contained page: charts inline, nothing fetched.
+    let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    assert!(report.starts_with("<!DOCTYPE html>") && report.trim_end().ends_with("</html>"));
+    assert_eq!(report.matches("<svg").count(), 4);
+    for policy in [
+        "no jitter",
+        "full jitter + Retry-After",
+        "What the numbers mean",
+    ] {
+        assert!(report.contains(policy), "report lacks {policy}");
+    }
+    for external in ["<script", "<link", "src=\"http", "url(http", "@import"] {
+        assert!(
+            !report.contains(external),
+            "report loads something: {external}"
+        );
+    }
     // The resolved scenario is itself a valid scenario.
     let check = retrystorm(&["check", folder.join("scenario.toml").to_str().unwrap()]);
     assert!(
