@@ -153,15 +153,39 @@ fn chart_error(error: impl fmt::Debug) -> ChartError {
 
 /// Draws `chart` of `run` in `format` and returns the file's bytes.
 pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
-    register_fonts();
     let data = ChartData::new(run);
-    let (width, height) = chart.size();
+    render_picture(&SingleChart { chart, data: &data }, chart.size(), format)
+}
+
+/// Something that draws itself on any plotters backend: a chart, a heatmap.
+trait Picture {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError>;
+}
+
+struct SingleChart<'a> {
+    chart: Chart,
+    data: &'a ChartData,
+}
+
+impl Picture for SingleChart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError> {
+        draw(root, self.chart, self.data)
+    }
+}
+
+/// Draws `picture` at `size` in `format` (PNG encoded here, SVG as plotters writes it).
+fn render_picture(
+    picture: &impl Picture,
+    (width, height): (u32, u32),
+    format: Format,
+) -> Result<Vec<u8>, ChartError> {
+    register_fonts();
     match format {
         Format::Svg => {
             let mut svg = String::new();
             {
                 let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-                draw(&root, chart, &data)?;
+                picture.draw(&root)?;
                 root.present().map_err(chart_error)?;
             }
             Ok(svg.into_bytes())
@@ -171,7 +195,7 @@ pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>
             {
                 let root =
                     BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
-                draw(&root, chart, &data)?;
+                picture.draw(&root)?;
                 root.present().map_err(chart_error)?;
             }
             encode_png(&pixels, width, height)

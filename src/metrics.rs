@@ -294,6 +294,47 @@ pub const SUMMARY_METRICS: [&str; 15] = [
     "recovery_s",
 ];
 
+/// Metrics that count things; their values print as integers.
+const COUNTS: [&str; 7] = [
+    "operations",
+    "succeeded",
+    "attempts",
+    "status_checks",
+    "duplicate_writes",
+    "unknown_results",
+    "timeouts",
+];
+
+/// Whether `metric` counts things.
+pub fn is_count(metric: &str) -> bool {
+    COUNTS.contains(&metric)
+}
+
+/// Formats a metric as `summary.csv` and a sweep's `results.csv` hold it: counts as integers,
+/// other values with six decimals, `never` for infinity, empty for undefined.
+pub fn format_metric(name: &str, value: f64) -> String {
+    if value.is_nan() {
+        String::new()
+    } else if value.is_infinite() {
+        "never".to_string()
+    } else if is_count(name) {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.6}")
+    }
+}
+
+/// Reads a metric back from its text.
+pub fn parse_metric(text: &str) -> Result<f64, String> {
+    match text {
+        "" => Ok(f64::NAN),
+        "never" => Ok(f64::INFINITY),
+        _ => text
+            .parse()
+            .map_err(|_| format!("{text:?} is not a metric value")),
+    }
+}
+
 impl Summary {
     /// The metric called `name` (one of [`SUMMARY_METRICS`]) as a number: NaN where it is
     /// undefined (no successful operation has no latency), infinity for a recovery that never

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::engine::{AttemptRecord, Observer};
-use crate::metrics::FAILURE_REASONS;
+use crate::metrics::{FAILURE_REASONS, SUMMARY_METRICS, format_metric, is_count};
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
@@ -76,10 +76,6 @@ fn temporary_path(path: &Path) -> PathBuf {
 
 fn ms(micros: f64) -> String {
     format!("{:.3}", micros / MICROS_PER_MS as f64)
-}
-
-fn optional(value: Option<f64>, digits: usize) -> String {
-    value.map_or_else(String::new, |value| format!("{value:.digits$}"))
 }
 
 fn csv_bytes<H: AsRef<[u8]>>(header: &[H], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
@@ -196,95 +192,59 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
     csv_bytes(&timeseries_header(), rows)
 }
 
-/// Columns of `summary.csv`.
-pub const SUMMARY_COLUMNS: [&str; 17] = [
-    "policy",
-    "operations",
-    "succeeded",
-    "success_rate",
-    "attempts",
-    "status_checks",
-    "amplification",
-    "duplicate_writes",
-    "unknown_results",
-    "timeouts",
-    "mean_ms",
-    "p50_ms",
-    "p99_ms",
-    "peak_attempts_rps",
-    "wasted_work_s",
-    "recovery_s",
-    "events",
-];
-
-/// One row per policy; `recovery_s` is `never` when the run ended unhealthy.
+/// One row per policy: the policy, every summary metric (see [`SUMMARY_METRICS`], formatted by
+/// [`format_metric`]: `never` for a recovery that never came) and the events processed.
 pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
-    let rows = run.policies.iter().map(|policy| {
-        let summary = &policy.summary;
-        vec![
-            policy.name.clone(),
-            summary.operations.to_string(),
-            summary.succeeded.to_string(),
-            format!("{:.6}", summary.success_rate),
-            summary.attempts.to_string(),
-            summary.status_checks.to_string(),
-            format!("{:.6}", summary.amplification),
-            summary.duplicate_writes.to_string(),
-            summary.unknown_results.to_string(),
-            summary.timeouts.to_string(),
-            optional(summary.mean_ms, 3),
-            optional(summary.p50_ms, 3),
-            optional(summary.p99_ms, 3),
-            format!("{:.3}", summary.peak_attempts_rps),
-            format!("{:.6}", summary.wasted_work_s),
-            summary
-                .recovery_s
-                .map_or_else(|| "never".to_string(), |seconds| format!("{seconds:.3}")),
-            policy.measurements.events.to_string(),
-        ]
-    });
-    csv_bytes(&SUMMARY_COLUMNS, rows)
+    let header: Vec<&str> = ["policy"]
+        .into_iter()
+        .chain(SUMMARY_METRICS)
+        .chain(["events"])
+        .collect();
+    let rows =
+        run.policies.iter().map(|policy| {
+            let mut row = vec![policy.name.clone()];
+            row.extend(SUMMARY_METRICS.iter().map(|name| {
+                format_metric(name, policy.summary.metric(name).expect("a known metric"))
+            }));
+            row.push(policy.measurements.events.to_string());
+            row
+        });
+    csv_bytes(&header, rows)
 }
 
-/// A JSON array with one object per policy: the summary (`recovery_s` is `null` for never),
-/// failures by reason, and the upstream's counters.
+/// A JSON array with one object per policy: every summary metric (`null` where it is undefined,
+/// and for a recovery that never came), the events processed, failures by reason, and the
+/// upstream's counters.
 pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
-    let rounded = |value: f64, digits: i32| {
-        let scale = 10f64.powi(digits);
-        (value * scale).round() / scale
-    };
     let policies: Vec<Value> = run
         .policies
         .iter()
         .map(|policy| {
-            let summary = &policy.summary;
-            let upstream = &policy.measurements.upstream;
-            let failures: Map<String, Value> = policy
-                .measurements
+            let mut object = Map::new();
+            object.insert("policy".into(), json!(policy.name));
+            for name in SUMMARY_METRICS {
+                let value = policy.summary.metric(name).expect("a known metric");
+                let value = if !value.is_finite() {
+                    Value::Null
+                } else if is_count(name) {
+                    json!(value as u64)
+                } else {
+                    json!((value * 1e6).round() / 1e6)
+                };
+                object.insert(name.into(), value);
+            }
+            let measurements = &policy.measurements;
+            let upstream = &measurements.upstream;
+            object.insert("events".into(), json!(measurements.events));
+            let failures: Map<String, Value> = measurements
                 .failures()
                 .into_iter()
                 .map(|(reason, count)| (reason.to_string(), json!(count)))
                 .collect();
-            json!({
-                "policy": policy.name,
-                "operations": summary.operations,
-                "succeeded": summary.succeeded,
-                "success_rate": rounded(summary.success_rate, 6),
-                "attempts": summary.attempts,
-                "status_checks": summary.status_checks,
-                "amplification": rounded(summary.amplification, 6),
-                "duplicate_writes": summary.duplicate_writes,
-                "unknown_results": summary.unknown_results,
-                "timeouts": summary.timeouts,
-                "mean_ms": summary.mean_ms.map(|v| rounded(v, 3)),
-                "p50_ms": summary.p50_ms.map(|v| rounded(v, 3)),
-                "p99_ms": summary.p99_ms.map(|v| rounded(v, 3)),
-                "peak_attempts_rps": rounded(summary.peak_attempts_rps, 3),
-                "wasted_work_s": rounded(summary.wasted_work_s, 6),
-                "recovery_s": summary.recovery_s.map(|v| rounded(v, 3)),
-                "events": policy.measurements.events,
-                "failures": failures,
-                "upstream": {
+            object.insert("failures".into(), Value::Object(failures));
+            object.insert(
+                "upstream".into(),
+                json!({
                     "arrivals": upstream.arrivals,
                     "served_at_once": upstream.served_at_once,
                     "queued": upstream.queued,
@@ -293,8 +253,9 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                     "dropped_expired": upstream.dropped_expired,
                     "replayed": upstream.replayed,
                     "writes": upstream.writes,
-                },
-            })
+                }),
+            );
+            Value::Object(object)
         })
         .collect();
     let mut bytes = serde_json::to_vec_pretty(&policies).expect("JSON values serialize");

@@ -23,10 +23,11 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Quiet, simulate};
-use crate::metrics::{RecoveryWindow, SUMMARY_METRICS};
+use crate::metrics::{RecoveryWindow, SUMMARY_METRICS, format_metric};
 use crate::run::incident_end;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
 
+pub use crate::metrics::parse_metric;
 pub use requirement::Requirement;
 
 /// At most this many (point, seed) simulations in one sweep.
@@ -386,31 +387,6 @@ pub struct ResultRow {
     pub seed_index: usize,
     /// Metric values in the order of [`SUMMARY_METRICS`], formatted.
     pub metrics: Vec<String>,
-}
-
-/// Formats a metric as `results.csv` holds it: counts as integers, other values with six
-/// decimals, `never` for infinity, empty for undefined.
-pub fn format_metric(name: &str, value: f64) -> String {
-    if value.is_nan() {
-        String::new()
-    } else if value.is_infinite() {
-        "never".to_string()
-    } else if report::is_count(name) {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.6}")
-    }
-}
-
-/// Reads a metric back from its text.
-pub fn parse_metric(text: &str) -> Result<f64, String> {
-    match text {
-        "" => Ok(f64::NAN),
-        "never" => Ok(f64::INFINITY),
-        _ => text
-            .parse()
-            .map_err(|_| format!("{text:?} is not a metric value")),
-    }
 }
 
 impl PreparedSweep {

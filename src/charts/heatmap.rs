@@ -10,7 +10,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use super::{ChartError, FONT, Format, chart_error, encode_png, register_fonts};
+use super::{ChartError, FONT, Format, Picture, chart_error, render_picture};
 use crate::sweep::SweepSpec;
 use crate::time::Duration;
 
@@ -133,28 +133,12 @@ fn cell_text(value: f64) -> String {
 
 /// Draws a heatmap in `format` and returns the file's bytes.
 pub fn render(data: &HeatmapData, format: Format) -> Result<Vec<u8>, ChartError> {
-    register_fonts();
-    let (width, height) = HEATMAP_SIZE;
-    match format {
-        Format::Svg => {
-            let mut svg = String::new();
-            {
-                let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-                draw(&root, data).map_err(chart_error)?;
-                root.present().map_err(chart_error)?;
-            }
-            Ok(svg.into_bytes())
-        }
-        Format::Png => {
-            let mut pixels = vec![0u8; (width * height * 3) as usize];
-            {
-                let root =
-                    BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
-                draw(&root, data).map_err(chart_error)?;
-                root.present().map_err(chart_error)?;
-            }
-            encode_png(&pixels, width, height)
-        }
+    render_picture(data, HEATMAP_SIZE, format)
+}
+
+impl Picture for HeatmapData {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError> {
+        draw(root, self).map_err(chart_error)
     }
 }
 

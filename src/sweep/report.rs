@@ -24,24 +24,8 @@ use crate::charts::{ChartError, Format};
 use crate::metrics::SUMMARY_METRICS;
 use crate::scenario::Policy;
 
-/// Metrics that count things; their per-seed values print as integers.
-const COUNTS: [&str; 7] = [
-    "operations",
-    "succeeded",
-    "attempts",
-    "status_checks",
-    "duplicate_writes",
-    "unknown_results",
-    "timeouts",
-];
-
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);
-
-/// Whether `metric` counts things.
-pub fn is_count(metric: &str) -> bool {
-    COUNTS.contains(&metric)
-}
 
 /// The metrics drawn as heatmaps.
 pub const HEATMAP_METRICS: [&str; 4] = [
