@@ -57,23 +57,48 @@ impl CapacityCurve {
         self.points.first().map_or(1.0, |&(_, factor)| factor)
     }
 
-    /// The last time the factor came back to its initial value after leaving it: the end of
-    /// the incident (an outage, a load spike), from which recovery is measured. 0 if it never
-    /// left; the last point's time if it never came back.
-    pub fn incident_end(&self) -> Micros {
+    /// The highest factor the curve reaches (1 without points): a load curve's peak.
+    pub fn peak_factor(&self) -> f64 {
+        self.points
+            .iter()
+            .map(|&(_, factor)| factor)
+            .reduce(f64::max)
+            .unwrap_or(1.0)
+    }
+
+    /// The incidents: time ranges in which the factor is away from its initial value (an
+    /// outage, a load spike). Each starts at the point from which the curve leaves the initial
+    /// value and ends at the point where it is back; `None` for one that never ends.
+    pub fn incidents(&self) -> Vec<(Micros, Option<Micros>)> {
         let initial = self.initial_factor();
-        let mut away = false;
-        let mut end = 0;
+        let mut incidents = Vec::new();
+        let mut start: Option<Micros> = None;
+        let mut previous_at = 0;
         for &(at, factor) in &self.points {
-            if factor != initial {
-                away = true;
-                end = at;
-            } else if away {
-                away = false;
-                end = at;
+            match (factor != initial, start) {
+                (true, None) => start = Some(previous_at),
+                (false, Some(began)) => {
+                    incidents.push((began, Some(at)));
+                    start = None;
+                }
+                _ => {}
             }
+            previous_at = at;
         }
-        end
+        if let Some(began) = start {
+            incidents.push((began, None));
+        }
+        incidents
+    }
+
+    /// The end of the last incident, from which recovery is measured: 0 if the curve never
+    /// left its initial value; the last point's time if it never came back.
+    pub fn incident_end(&self) -> Micros {
+        match self.incidents().last() {
+            None => 0,
+            Some(&(_, Some(end))) => end,
+            Some(&(_, None)) => self.points.last().map_or(0, |&(at, _)| at),
+        }
     }
 
     /// Workers available at `t`.
@@ -198,6 +223,25 @@ mod tests {
         assert_eq!(never_back.incident_end(), 20_000);
         let spike = curve(1, &[(10, 1.0), (10, 4.0), (12, 4.0), (12, 1.0)]);
         assert_eq!(spike.incident_end(), 12_000);
+        assert_eq!(spike.peak_factor(), 4.0);
+        assert_eq!(curve(10, &[]).peak_factor(), 1.0);
+    }
+
+    #[test]
+    fn incidents_run_from_leaving_the_initial_factor_to_coming_back() {
+        let sag = curve(
+            10,
+            &[
+                (0, 1.0),
+                (10, 1.0),
+                (30, 0.5),
+                (50, 1.0),
+                (60, 1.0),
+                (60, 0.0),
+            ],
+        );
+        assert_eq!(sag.incidents(), [(10_000, Some(50_000)), (60_000, None)]);
+        assert!(curve(10, &[]).incidents().is_empty());
     }
 
     #[test]

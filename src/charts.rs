@@ -692,8 +692,7 @@ impl ChartData {
             capacity_rps,
             incidents: {
                 let end = buckets as u64 * bucket;
-                // A load curve is resolved to a thousandth of its factor.
-                let load = CapacityCurve::new(1000, &run.scenario.clients.load);
+                let load = CapacityCurve::new(1, &run.scenario.clients.load);
                 let mut windows = incident_windows(&curve, end);
                 windows.extend(incident_windows(&load, end));
                 windows.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -899,35 +898,13 @@ impl Panel {
     }
 }
 
-/// Time ranges, in seconds, where a curve (capacity, or load) is away from its starting level.
+/// A curve's incidents as time ranges in seconds, those that never end closed at `end`.
 fn incident_windows(curve: &CapacityCurve, end: Micros) -> Vec<(f64, f64)> {
-    // Callers scale the curve so that whole units resolve its factor well enough.
-    let initial = curve.available(0);
-    let mut windows = Vec::new();
-    let mut start: Option<Micros> = None;
-    let mut time = 0;
-    loop {
-        let away = curve.available(time) != initial;
-        match (away, start) {
-            (true, None) => start = Some(time),
-            (false, Some(began)) => {
-                windows.push((began, time));
-                start = None;
-            }
-            _ => {}
-        }
-        match curve.next_change(time) {
-            Some(next) if next < end => time = next,
-            _ => break,
-        }
-    }
-    if let Some(began) = start {
-        windows.push((began, end));
-    }
     let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
-    windows
+    curve
+        .incidents()
         .into_iter()
-        .map(|(a, b)| (seconds(a), seconds(b)))
+        .map(|(start, stop)| (seconds(start), seconds(stop.unwrap_or(end).max(start))))
         .collect()
 }
 

@@ -295,12 +295,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .think_time
                 .map_or(0.0, |think| think.micros() as f64),
             load: (!clients.load.is_empty()).then(|| CapacityCurve::new(1, &clients.load)),
-            load_peak: clients
-                .load
-                .iter()
-                .map(|point| point.factor.get())
-                .fold(0.0, f64::max)
-                .max(if clients.load.is_empty() { 1.0 } else { 0.0 }),
+            load_peak: CapacityCurve::new(1, &clients.load).peak_factor(),
             arrivals: Stream::new(seed, Purpose::Arrivals),
             operations_stream: Stream::new(seed, Purpose::Operations),
             network: Stream::new(seed, Purpose::Network),

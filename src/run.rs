@@ -12,7 +12,6 @@ use crate::capacity::CapacityCurve;
 use crate::engine::{Observer, simulate};
 use crate::metrics::{Measurements, RecoveryWindow, Summary};
 use crate::scenario::Scenario;
-use crate::time::Micros;
 
 /// One policy's results.
 #[derive(Debug)]
@@ -40,13 +39,17 @@ pub struct ScenarioRun {
     pub policies: Vec<PolicyRun>,
 }
 
-/// The end of the scenario's incident, from which recovery is measured: the later of the
-/// times the capacity curve and the load curve return to their starting level.
-pub fn incident_end(scenario: &Scenario) -> Micros {
+/// The window recovery is measured in: from the end of the scenario's incident (the later of
+/// the times the capacity curve and the load curve return to their starting level) to the end
+/// of arrivals.
+pub fn recovery_window(scenario: &Scenario) -> RecoveryWindow {
     let upstream = &scenario.upstream;
     let capacity = CapacityCurve::new(upstream.workers.get(), &upstream.capacity).incident_end();
     let load = CapacityCurve::new(1, &scenario.clients.load).incident_end();
-    capacity.max(load)
+    RecoveryWindow {
+        incident_end: capacity.max(load),
+        duration: scenario.duration.get_ref().micros(),
+    }
 }
 
 /// Simulates every policy of `scenario`, each watched by its observer (one per policy, in
@@ -61,10 +64,7 @@ pub fn run_scenario<O: Observer + Send>(
         "one observer per policy"
     );
     let upstream = &scenario.upstream;
-    let window = RecoveryWindow {
-        incident_end: incident_end(scenario),
-        duration: scenario.duration.get_ref().micros(),
-    };
+    let window = recovery_window(scenario);
     let (policies, observers): (Vec<PolicyRun>, Vec<O>) = scenario
         .policy
         .par_iter()

@@ -23,8 +23,8 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::{Quiet, simulate};
-use crate::metrics::{RecoveryWindow, SUMMARY_METRICS, format_metric};
-use crate::run::incident_end;
+use crate::metrics::{SUMMARY_METRICS, format_metric};
+use crate::run::recovery_window;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
 
 pub use crate::metrics::parse_metric;
@@ -403,10 +403,7 @@ impl PreparedSweep {
                 scenario.seed = self.seeds[seed_index];
                 let policy = &scenario.policy[0];
                 let measurements = simulate(&scenario, policy, &mut Quiet);
-                let summary = measurements.summary(RecoveryWindow {
-                    incident_end: incident_end(&scenario),
-                    duration: scenario.duration.get_ref().micros(),
-                });
+                let summary = measurements.summary(recovery_window(&scenario));
                 done.fetch_add(1, Ordering::Relaxed);
                 ResultRow {
                     point,

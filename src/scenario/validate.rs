@@ -11,6 +11,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::{CapacityPoint, Scenario, Workload};
+use crate::capacity::CapacityCurve;
 
 /// At most this many time-series buckets: each holds a latency histogram.
 pub const MAX_BUCKETS: u64 = 100_000;
@@ -74,20 +75,14 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
                     "`think_time` is for closed workloads; an open workload has `rate`".into(),
                 ));
             }
-            if clients.load.iter().any(|point| point.factor.get() > 0.0) || clients.load.is_empty()
-            {
-            } else {
+            validate_curve("load", &clients.load)?;
+            let peak = CapacityCurve::new(1, &clients.load).peak_factor();
+            if peak <= 0.0 {
                 return Err((
                     workload_span,
                     "`load` is zero everywhere: no operation would ever start".into(),
                 ));
             }
-            validate_curve("load", &clients.load)?;
-            let peak = clients
-                .load
-                .iter()
-                .map(|point| point.factor.get())
-                .fold(1.0, f64::max);
             let total = rate.get() * clients.count.get_ref().get() as f64 * peak;
             if total > MAX_OPEN_RATE {
                 return Err((
