@@ -9,6 +9,7 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use retrystorm::engine::{Quiet, simulate};
+use retrystorm::model::Model;
 use retrystorm::scenario::{Override, load};
 
 fn large_scenario(c: &mut Criterion) {
@@ -18,10 +19,11 @@ fn large_scenario(c: &mut Criterion) {
     let mut group = c.benchmark_group("engine");
     group.sample_size(10);
     for policy in &scenario.policy {
-        let events = simulate(&scenario, policy, &mut Quiet).events;
+        let model = Model::new(&scenario, policy);
+        let events = simulate(&model, &mut Quiet).events;
         group.throughput(Throughput::Elements(events));
         group.bench_function(policy.name.get_ref(), |bench| {
-            bench.iter(|| simulate(&scenario, policy, &mut Quiet))
+            bench.iter(|| simulate(&model, &mut Quiet))
         });
     }
     group.finish();

@@ -24,7 +24,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use crate::capacity::CapacityCurve;
-use crate::metrics::FAILURE_REASONS;
+use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
@@ -620,7 +620,7 @@ struct PolicyData {
     duplicate_writes: Vec<u64>,
     unknown_results: Vec<u64>,
     succeeded: Vec<u64>,
-    failures: Vec<[u64; FAILURE_REASONS.len()]>,
+    failures: Vec<[u64; FailureReason::ALL.len()]>,
 }
 
 impl ChartData {
@@ -672,10 +672,10 @@ impl ChartData {
                 }
             })
             .collect();
-        let upstream = &run.scenario.upstream;
-        let curve = CapacityCurve::new(upstream.workers.get(), &upstream.capacity);
-        let per_worker_rps = if run.service_mean_us > 0.0 {
-            MICROS_PER_SECOND as f64 / run.service_mean_us
+        let entry = run.model.entry_service();
+        let curve = &entry.capacity;
+        let per_worker_rps = if entry.mean_service_us() > 0.0 {
+            MICROS_PER_SECOND as f64 / entry.mean_service_us()
         } else {
             0.0
         };
@@ -693,7 +693,7 @@ impl ChartData {
             incidents: {
                 let end = buckets as u64 * bucket;
                 let load = CapacityCurve::new(1, &run.scenario.clients.load);
-                let mut windows = incident_windows(&curve, end);
+                let mut windows = incident_windows(curve, end);
                 windows.extend(incident_windows(&load, end));
                 windows.sort_by(|a, b| a.0.total_cmp(&b.0));
                 windows
@@ -839,7 +839,7 @@ impl ChartData {
     fn failures_panel(&self) -> Panel {
         let mut series = Vec::new();
         for (index, policy) in self.policies.iter().enumerate() {
-            for (reason_index, reason) in FAILURE_REASONS.iter().enumerate() {
+            for (reason_index, reason) in FailureReason::ALL.iter().enumerate() {
                 let counts: Vec<u64> = policy.failures.iter().map(|f| f[reason_index]).collect();
                 if counts.iter().all(|count| *count == 0) {
                     continue;
@@ -863,8 +863,8 @@ impl ChartData {
 }
 
 /// The reason with the most failures over the run.
-fn dominant_reason(failures: &[[u64; FAILURE_REASONS.len()]]) -> usize {
-    (0..FAILURE_REASONS.len())
+fn dominant_reason(failures: &[[u64; FailureReason::ALL.len()]]) -> usize {
+    (0..FailureReason::ALL.len())
         .max_by_key(|&reason| {
             (
                 failures.iter().map(|f| f[reason]).sum::<u64>(),

@@ -1,15 +1,16 @@
 //! What a simulation measured: counters per time bucket, and the summary derived from them.
 //!
-//! The engine only counts ([`Recorder`]); everything else here is arithmetic on the counts, so
-//! the writers and charts read plain numbers and never reach into the engine. Every count is
+//! The engine only counts: the users' side in a [`Recorder`], each service in its own
+//! [`Buckets`] of [`ServiceBucket`]; everything else here is arithmetic on the counts, so the
+//! writers and charts read plain numbers and never reach into the engine. Every count is
 //! attributed to the bucket of the simulated time at which it happened: an attempt to the bucket
 //! in which it was sent, an operation's success or failure to the bucket in which it ended, a
 //! duplicate write to the bucket in which it was committed.
 
 use std::collections::BTreeMap;
 
-use crate::decision::StopReason;
 use crate::histogram::Histogram;
+use crate::outcome::FailureReason;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).
@@ -17,7 +18,7 @@ const BUCKET_PRECISION: u32 = 7;
 /// Bins per power of two of the whole-run latency histogram (0.05% error).
 const TOTAL_PRECISION: u32 = 10;
 
-/// Counts of one time bucket.
+/// Counts of one time bucket, as the user clients saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BucketCounts {
     /// Requests sent by clients (first attempts and retries, not status checks).
@@ -36,7 +37,7 @@ pub struct BucketCounts {
     pub rejected_503: u64,
     /// 409 responses (idempotency key in flight) received.
     pub conflicts_409: u64,
-    /// Load-independent error responses received.
+    /// Error responses received: injected errors, and downstream calls that failed for good.
     pub errors: u64,
     /// Connection resets and refusals seen by clients.
     pub resets: u64,
@@ -48,37 +49,231 @@ pub struct BucketCounts {
     pub failed: u64,
     /// Operations that ended with the outcome unknown (the write may or may not have happened).
     pub unknown_results: u64,
-    /// Operations that ended without success, by reason, in the order of [`FAILURE_REASONS`].
-    pub failures: [u64; FAILURE_REASONS.len()],
-    /// Writes committed beyond the first for one logical operation.
+    /// Operations that ended without success, by reason, in the order of
+    /// [`FailureReason::ALL`].
+    pub failures: [u64; FailureReason::ALL.len()],
+    /// Writes committed beyond the first for one logical operation at one service.
     pub duplicate_writes: u64,
-    /// Requests waiting in the upstream's queue at the end of the bucket.
-    pub queue_len: u64,
-    /// Workers available at the end of the bucket.
-    pub workers_available: u64,
-    /// Worker time spent on requests whose client had already given up, in microseconds.
-    pub wasted_work_us: u64,
 }
 
-/// Counters of the upstream as a whole, for checks against queueing theory.
+/// Counts of one service in one time bucket: what its callers sent it and saw, what it did,
+/// and its state at the bucket's end.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct UpstreamCounts {
-    /// Requests that reached the upstream.
-    pub arrivals: u64,
+pub struct ServiceBucket {
+    /// First attempts its callers sent it.
+    pub first_attempts: u64,
+    /// Retries its callers sent it.
+    pub retries: u64,
+    /// Status-endpoint requests its callers sent it.
+    pub status_checks: u64,
+    /// Attempts to it whose caller stopped waiting.
+    pub timeouts: u64,
+    /// Requests that reached it (sent and not lost on the way).
+    pub received: u64,
     /// Requests that found a free worker at once.
     pub served_at_once: u64,
     /// Requests that waited in the queue.
     pub queued: u64,
-    /// Requests refused because the queue was full (or the upstream down).
-    pub refused: u64,
-    /// Requests served to completion.
+    /// Requests a worker finished (its own work and its downstream calls).
     pub served: u64,
-    /// Queued requests dropped because their client had given up (`drop_expired`).
+    /// Refused because the queue was full.
+    pub rejected_overload: u64,
+    /// Refused while capacity was zero (`outage = "reject"`, or a crashed service).
+    pub rejected_outage: u64,
+    /// Refused by the rate limiter (429).
+    pub rate_limited: u64,
+    /// Refused with 409 because a request with the same idempotency key was in flight.
+    pub conflicts: u64,
+    /// Answered with an injected error.
+    pub errors: u64,
+    /// Answered with its failure status because a downstream call failed for good.
+    pub downstream_failures: u64,
+    /// Dropped from the queue because the caller had given up (`drop_expired`).
     pub dropped_expired: u64,
-    /// Requests answered from the idempotency-key store without new work.
+    /// Reset by a crash while queued, in service or waiting on a key.
+    pub resets: u64,
+    /// Answered from the idempotency-key store without new work.
     pub replayed: u64,
-    /// Writes committed.
+    /// Writes committed (leaf services only).
     pub writes: u64,
+    /// Worker time spent on requests whose caller had already given up, in microseconds.
+    pub wasted_work_us: u64,
+    /// Requests waiting in the queue at the end of the bucket.
+    pub queue_len: u64,
+    /// Workers busy at the end of the bucket (serving, or waiting on a downstream call).
+    pub busy: u64,
+    /// Workers available at the end of the bucket.
+    pub workers_available: u64,
+}
+
+impl ServiceBucket {
+    /// Requests its callers sent it: first attempts, retries and status checks.
+    pub fn requests(&self) -> u64 {
+        self.first_attempts + self.retries + self.status_checks
+    }
+
+    /// Requests it refused or answered without serving, of every kind.
+    pub fn rejected(&self) -> u64 {
+        self.rejected_overload
+            + self.rejected_outage
+            + self.rate_limited
+            + self.conflicts
+            + self.errors
+            + self.downstream_failures
+    }
+
+    /// Adds the counts of `other` (not its end-of-bucket state).
+    fn add_counts(&mut self, other: &ServiceBucket) {
+        self.first_attempts += other.first_attempts;
+        self.retries += other.retries;
+        self.status_checks += other.status_checks;
+        self.timeouts += other.timeouts;
+        self.received += other.received;
+        self.served_at_once += other.served_at_once;
+        self.queued += other.queued;
+        self.served += other.served;
+        self.rejected_overload += other.rejected_overload;
+        self.rejected_outage += other.rejected_outage;
+        self.rate_limited += other.rate_limited;
+        self.conflicts += other.conflicts;
+        self.errors += other.errors;
+        self.downstream_failures += other.downstream_failures;
+        self.dropped_expired += other.dropped_expired;
+        self.resets += other.resets;
+        self.replayed += other.replayed;
+        self.writes += other.writes;
+        self.wasted_work_us += other.wasted_work_us;
+    }
+}
+
+/// A column of a service's counts: its name and how to read it.
+pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
+
+/// The counts of a [`ServiceBucket`] (but its wasted work, which is written in seconds), by the
+/// names `services.csv` and `summary.json` give them, in their column order.
+pub const SERVICE_COUNTS: [ServiceColumn; 18] = [
+    ("first_attempts", |b| b.first_attempts),
+    ("retries", |b| b.retries),
+    ("status_checks", |b| b.status_checks),
+    ("timeouts", |b| b.timeouts),
+    ("received", |b| b.received),
+    ("served_at_once", |b| b.served_at_once),
+    ("queued", |b| b.queued),
+    ("served", |b| b.served),
+    ("rejected_overload", |b| b.rejected_overload),
+    ("rejected_outage", |b| b.rejected_outage),
+    ("rate_limited", |b| b.rate_limited),
+    ("conflicts", |b| b.conflicts),
+    ("errors", |b| b.errors),
+    ("downstream_failures", |b| b.downstream_failures),
+    ("dropped_expired", |b| b.dropped_expired),
+    ("resets", |b| b.resets),
+    ("replayed", |b| b.replayed),
+    ("writes", |b| b.writes),
+];
+
+/// The end-of-bucket state of a [`ServiceBucket`], by column name.
+pub const SERVICE_STATE: [ServiceColumn; 3] = [
+    ("queue_len", |b| b.queue_len),
+    ("busy", |b| b.busy),
+    ("workers_available", |b| b.workers_available),
+];
+
+/// Counters per time bucket, created on first use. The bucket in use is held apart from the
+/// list, so consecutive counts in one bucket (the usual case: the engine counts at the current
+/// time) cost a comparison, not a division or an index.
+#[derive(Debug, Clone)]
+pub struct Buckets<T> {
+    width: Micros,
+    /// Every bucket; the one in use is stale here until it is put back.
+    list: Vec<T>,
+    current: T,
+    index: usize,
+    start: Micros,
+    /// End of the bucket in use; 0 before the first count.
+    end: Micros,
+}
+
+impl<T: Default> Buckets<T> {
+    /// No buckets yet, each `width` microseconds wide.
+    pub fn new(width: Micros) -> Buckets<T> {
+        Buckets {
+            width,
+            list: Vec::new(),
+            current: T::default(),
+            index: 0,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The counts of the bucket holding time `t`, created (with every bucket before it) on
+    /// first use.
+    #[inline]
+    pub fn at(&mut self, t: Micros) -> &mut T {
+        if t < self.start || t >= self.end {
+            self.seek(t);
+        }
+        &mut self.current
+    }
+
+    #[cold]
+    fn seek(&mut self, t: Micros) {
+        self.put_back();
+        let index = (t / self.width) as usize;
+        if index >= self.list.len() {
+            self.list.resize_with(index + 1, T::default);
+        }
+        self.current = std::mem::take(&mut self.list[index]);
+        self.index = index;
+        self.start = index as Micros * self.width;
+        self.end = self.start + self.width;
+    }
+
+    /// Puts the bucket in use back in the list.
+    fn put_back(&mut self) {
+        if self.end > 0 {
+            self.list[self.index] = std::mem::take(&mut self.current);
+        }
+    }
+
+    /// How many buckets exist.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether none exists.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The buckets, padded to `length`.
+    pub fn into_padded(mut self, length: usize) -> Vec<T> {
+        self.put_back();
+        self.list
+            .resize_with(length.max(self.list.len()), T::default);
+        self.list
+    }
+}
+
+/// One service's measurements.
+#[derive(Debug, Clone)]
+pub struct ServiceMeasurements {
+    /// The service's name.
+    pub name: String,
+    /// Its counts per bucket, as many buckets as the users'.
+    pub buckets: Vec<ServiceBucket>,
+}
+
+impl ServiceMeasurements {
+    /// The counts over the whole run (the end-of-bucket state fields are zero).
+    pub fn totals(&self) -> ServiceBucket {
+        let mut total = ServiceBucket::default();
+        for bucket in &self.buckets {
+            total.add_counts(bucket);
+        }
+        total
+    }
 }
 
 /// Everything one simulation of one policy measured.
@@ -86,7 +281,7 @@ pub struct UpstreamCounts {
 pub struct Measurements {
     /// Bucket width.
     pub bucket: Micros,
-    /// Counts per bucket, from time zero to the end of the last operation.
+    /// The users' counts per bucket, from time zero to the end of the last operation.
     pub buckets: Vec<BucketCounts>,
     /// Latency of successful operations per bucket (by end time).
     pub latency: Vec<Histogram>,
@@ -94,90 +289,81 @@ pub struct Measurements {
     pub total_latency: Histogram,
     /// Sum of the latencies of successful operations, for an exact mean.
     pub latency_sum_us: u128,
-    /// The upstream's own counters.
-    pub upstream: UpstreamCounts,
+    /// Each service's counts, in the model's order, with as many buckets as the users'.
+    pub services: Vec<ServiceMeasurements>,
+    /// The index of the service the users call.
+    pub entry: usize,
     /// Operations started.
     pub operations: u64,
     /// Events the engine processed.
     pub events: u64,
-    /// Most operations in flight at once (started, not yet ended or with attempts still out).
+    /// Most operations in flight at once (started, not yet ended or with attempts still out;
+    /// services' downstream calls included).
     pub peak_operations_in_flight: u64,
     /// Most attempts in flight at once (in the network, queued, in service or awaited).
     pub peak_attempts_in_flight: u64,
 }
 
-/// The engine's handle for counting.
+/// The engine's handle for counting the users' side.
 #[derive(Debug)]
 pub struct Recorder {
-    measurements: Measurements,
+    buckets: Buckets<BucketCounts>,
+    latency: Vec<Histogram>,
+    total_latency: Histogram,
+    latency_sum_us: u128,
+    operations: u64,
+    events: u64,
+    peak_operations_in_flight: u64,
+    peak_attempts_in_flight: u64,
 }
 
 impl Recorder {
     /// A recorder with buckets of `bucket` microseconds.
     pub fn new(bucket: Micros) -> Recorder {
         Recorder {
-            measurements: Measurements {
-                bucket,
-                buckets: Vec::new(),
-                latency: Vec::new(),
-                total_latency: Histogram::new(TOTAL_PRECISION),
-                latency_sum_us: 0,
-                upstream: UpstreamCounts::default(),
-                operations: 0,
-                events: 0,
-                peak_operations_in_flight: 0,
-                peak_attempts_in_flight: 0,
-            },
+            buckets: Buckets::new(bucket),
+            latency: Vec::new(),
+            total_latency: Histogram::new(TOTAL_PRECISION),
+            latency_sum_us: 0,
+            operations: 0,
+            events: 0,
+            peak_operations_in_flight: 0,
+            peak_attempts_in_flight: 0,
         }
     }
 
     /// The counts of the bucket holding time `t`, created on first use.
     #[inline]
     pub fn at(&mut self, t: Micros) -> &mut BucketCounts {
-        let index = (t / self.measurements.bucket) as usize;
-        let buckets = &mut self.measurements.buckets;
-        if index >= buckets.len() {
-            buckets.resize_with(index + 1, BucketCounts::default);
-        }
-        &mut buckets[index]
-    }
-
-    /// The upstream's counters.
-    #[inline]
-    pub fn upstream(&mut self) -> &mut UpstreamCounts {
-        &mut self.measurements.upstream
+        self.buckets.at(t)
     }
 
     /// An operation started.
     #[inline]
     pub fn operation_started(&mut self) {
-        self.measurements.operations += 1;
+        self.operations += 1;
     }
 
     /// An operation that started at `start` succeeded at `end`.
     pub fn succeeded(&mut self, start: Micros, end: Micros) {
         let latency = end - start;
         self.at(end).succeeded += 1;
-        let index = (end / self.measurements.bucket) as usize;
-        let histograms = &mut self.measurements.latency;
-        if index >= histograms.len() {
-            histograms.resize_with(index + 1, || Histogram::new(BUCKET_PRECISION));
+        let index = (end / self.buckets.width) as usize;
+        if index >= self.latency.len() {
+            self.latency
+                .resize_with(index + 1, || Histogram::new(BUCKET_PRECISION));
         }
-        histograms[index].record(latency);
-        self.measurements.total_latency.record(latency);
-        self.measurements.latency_sum_us += u128::from(latency);
+        self.latency[index].record(latency);
+        self.total_latency.record(latency);
+        self.latency_sum_us += u128::from(latency);
     }
 
-    /// An operation ended without success at `end`, for `reason`, one of [`FAILURE_REASONS`].
-    pub fn failed(&mut self, end: Micros, reason: &'static str) {
-        let index = FAILURE_REASONS
-            .iter()
-            .position(|known| *known == reason)
-            .expect("the engine fails operations only for known reasons");
+    /// An operation ended without success at `end`, for `reason`.
+    pub fn failed(&mut self, end: Micros, reason: FailureReason) {
         let counts = self.at(end);
         counts.failed += 1;
-        counts.failures[index] += 1;
-        if reason == StopReason::UnknownResult.name() || reason == UNKNOWN_STATUS {
+        counts.failures[reason.index()] += 1;
+        if reason.is_unknown_outcome() {
             counts.unknown_results += 1;
         }
     }
@@ -185,58 +371,71 @@ impl Recorder {
     /// Notes how many operations and attempts are in flight.
     #[inline]
     pub fn in_flight(&mut self, operations: usize, attempts: usize) {
-        let measurements = &mut self.measurements;
-        measurements.peak_operations_in_flight = measurements
-            .peak_operations_in_flight
-            .max(operations as u64);
-        measurements.peak_attempts_in_flight =
-            measurements.peak_attempts_in_flight.max(attempts as u64);
+        self.peak_operations_in_flight = self.peak_operations_in_flight.max(operations as u64);
+        self.peak_attempts_in_flight = self.peak_attempts_in_flight.max(attempts as u64);
     }
 
     /// Counts one processed event.
     #[inline]
     pub fn count_event(&mut self) {
-        self.measurements.events += 1;
+        self.events += 1;
     }
 
     /// Events processed so far.
     #[inline]
     pub fn events(&self) -> u64 {
-        self.measurements.events
+        self.events
     }
 
-    /// The measurements, with bucket and histogram lists padded to the same length.
-    pub fn finish(mut self) -> Measurements {
-        let length = self
-            .measurements
-            .buckets
-            .len()
-            .max(self.measurements.latency.len());
-        self.measurements
-            .buckets
-            .resize_with(length, BucketCounts::default);
-        self.measurements
-            .latency
-            .resize_with(length, || Histogram::new(BUCKET_PRECISION));
-        self.measurements
+    /// The measurements, with the services' counts (in the model's order, `entry` the one the
+    /// users call); every bucket list padded to the same length. Only the users call the entry
+    /// service (a call back to it would be a cycle), so what its callers sent and saw is what
+    /// the users sent and saw, copied here rather than counted twice.
+    pub fn finish(
+        self,
+        services: Vec<(String, Buckets<ServiceBucket>)>,
+        entry: usize,
+    ) -> Measurements {
+        let length = services
+            .iter()
+            .map(|(_, buckets)| buckets.len())
+            .chain([self.buckets.len(), self.latency.len()])
+            .max()
+            .unwrap_or(0);
+        let mut latency = self.latency;
+        latency.resize_with(length, || Histogram::new(BUCKET_PRECISION));
+        let width = self.buckets.width;
+        let users = self.buckets.into_padded(length);
+        let mut services: Vec<ServiceMeasurements> = services
+            .into_iter()
+            .map(|(name, buckets)| ServiceMeasurements {
+                name,
+                buckets: buckets.into_padded(length),
+            })
+            .collect();
+        if let Some(service) = services.get_mut(entry) {
+            for (counts, sent) in service.buckets.iter_mut().zip(&users) {
+                counts.first_attempts = sent.first_attempts;
+                counts.retries = sent.retries;
+                counts.status_checks = sent.status_checks;
+                counts.timeouts = sent.timeouts;
+            }
+        }
+        Measurements {
+            bucket: width,
+            buckets: users,
+            latency,
+            total_latency: self.total_latency,
+            latency_sum_us: self.latency_sum_us,
+            services,
+            entry,
+            operations: self.operations,
+            events: self.events,
+            peak_operations_in_flight: self.peak_operations_in_flight,
+            peak_attempts_in_flight: self.peak_attempts_in_flight,
+        }
     }
 }
-
-/// The failure reason of an operation whose status check could not say what happened.
-pub const UNKNOWN_STATUS: &str = "status-unknown";
-
-/// Why an operation can end without success: the decision's reasons, in the order of its
-/// checks, then [`UNKNOWN_STATUS`].
-pub const FAILURE_REASONS: [&str; 8] = [
-    "unknown-result",
-    "not-transient",
-    "invalid-attempt",
-    "max-attempts",
-    "invalid-delay",
-    "invalid-retry-after",
-    "deadline-exhausted",
-    UNKNOWN_STATUS,
-];
 
 /// One policy's results in a few numbers. See the README for each definition.
 #[derive(Debug, Clone, PartialEq)]
@@ -362,6 +561,24 @@ impl Summary {
     }
 }
 
+/// One service's results in a few numbers: its share of the load and what it did with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSummary {
+    /// The service's name.
+    pub name: String,
+    /// Requests its callers sent it (attempts and status checks) per user operation: how much
+    /// the retries above it multiplied the users' load.
+    pub amplification: f64,
+    /// The highest requests per second sent to it in any bucket.
+    pub peak_requests_rps: f64,
+    /// The longest its queue was at the end of a bucket.
+    pub peak_queue_len: u64,
+    /// Worker-seconds it spent on requests whose caller had given up.
+    pub wasted_work_s: f64,
+    /// Its counts over the whole run.
+    pub totals: ServiceBucket,
+}
+
 /// When the incident ends and how long the run's arrivals last, for [`Summary::recovery_s`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RecoveryWindow {
@@ -381,17 +598,56 @@ pub fn is_healthy(counts: &BucketCounts) -> bool {
 impl Measurements {
     /// Operations that ended without success over the whole run, by reason; reasons that never
     /// occurred are left out.
-    pub fn failures(&self) -> BTreeMap<&'static str, u64> {
-        FAILURE_REASONS
-            .iter()
-            .enumerate()
-            .map(|(index, reason)| {
+    pub fn failures(&self) -> BTreeMap<FailureReason, u64> {
+        FailureReason::ALL
+            .into_iter()
+            .map(|reason| {
                 (
-                    *reason,
-                    self.buckets.iter().map(|b| b.failures[index]).sum(),
+                    reason,
+                    self.buckets
+                        .iter()
+                        .map(|b| b.failures[reason.index()])
+                        .sum(),
                 )
             })
             .filter(|(_, count)| *count > 0)
+            .collect()
+    }
+
+    /// The counts over the whole run of the service the users call.
+    pub fn upstream(&self) -> ServiceBucket {
+        self.services[self.entry].totals()
+    }
+
+    /// Each service's summary, in the model's order.
+    pub fn service_summaries(&self) -> Vec<ServiceSummary> {
+        let bucket_s = self.bucket as f64 / MICROS_PER_SECOND as f64;
+        self.services
+            .iter()
+            .map(|service| {
+                let totals = service.totals();
+                ServiceSummary {
+                    name: service.name.clone(),
+                    amplification: if self.operations == 0 {
+                        0.0
+                    } else {
+                        totals.requests() as f64 / self.operations as f64
+                    },
+                    peak_requests_rps: service
+                        .buckets
+                        .iter()
+                        .map(|b| b.requests() as f64 / bucket_s)
+                        .fold(0.0, f64::max),
+                    peak_queue_len: service
+                        .buckets
+                        .iter()
+                        .map(|b| b.queue_len)
+                        .max()
+                        .unwrap_or(0),
+                    wasted_work_s: totals.wasted_work_us as f64 / MICROS_PER_SECOND as f64,
+                    totals,
+                }
+            })
             .collect()
     }
 
@@ -429,7 +685,13 @@ impl Measurements {
                 .iter()
                 .map(|b| b.attempts as f64 / bucket_s)
                 .fold(0.0, f64::max),
-            wasted_work_s: total(|b| b.wasted_work_us) as f64 / MICROS_PER_SECOND as f64,
+            wasted_work_s: self
+                .services
+                .iter()
+                .flat_map(|service| &service.buckets)
+                .map(|b| b.wasted_work_us)
+                .sum::<u64>() as f64
+                / MICROS_PER_SECOND as f64,
             recovery_s: self.recovery_s(window),
         }
     }
@@ -483,7 +745,7 @@ mod tests {
     fn measurements(buckets: Vec<BucketCounts>) -> Measurements {
         let mut recorder = Recorder::new(MICROS_PER_SECOND);
         recorder.operation_started();
-        let mut measurements = recorder.finish();
+        let mut measurements = recorder.finish(Vec::new(), 0);
         measurements.buckets = buckets;
         measurements
     }
@@ -517,19 +779,31 @@ mod tests {
     }
 
     #[test]
-    fn failure_reasons_are_the_decisions_plus_status_unknown() {
-        let decision: Vec<&str> = StopReason::ALL.iter().map(|reason| reason.name()).collect();
-        assert_eq!(&FAILURE_REASONS[..7], &decision[..]);
+    fn failures_are_counted_by_reason() {
         let mut recorder = Recorder::new(MICROS_PER_SECOND);
-        recorder.failed(10, "max-attempts");
-        recorder.failed(2 * MICROS_PER_SECOND, "max-attempts");
-        recorder.failed(20, UNKNOWN_STATUS);
-        let measurements = recorder.finish();
+        recorder.failed(10, FailureReason::MaxAttempts);
+        recorder.failed(2 * MICROS_PER_SECOND, FailureReason::MaxAttempts);
+        recorder.failed(20, FailureReason::StatusUnknown);
+        let measurements = recorder.finish(Vec::new(), 0);
         assert_eq!(
             measurements.failures().into_iter().collect::<Vec<_>>(),
-            [("max-attempts", 2), (UNKNOWN_STATUS, 1)]
+            [
+                (FailureReason::MaxAttempts, 2),
+                (FailureReason::StatusUnknown, 1)
+            ]
         );
         assert_eq!(measurements.buckets[0].unknown_results, 1);
+        assert_eq!(measurements.buckets.len(), 3);
+    }
+
+    #[test]
+    fn buckets_are_created_up_to_the_last_touched_and_padded() {
+        let mut buckets: Buckets<u64> = Buckets::new(10);
+        *buckets.at(25) += 1;
+        *buckets.at(3) += 2;
+        *buckets.at(29) += 1;
+        assert_eq!(buckets.len(), 3);
+        assert_eq!(buckets.into_padded(5), [2, 0, 2, 0, 0]);
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! | file | rows |
 //! |---|---|
 //! | `timeseries.csv` | one per policy and bucket |
+//! | `services.csv` (topologies) | one per policy, service and bucket |
 //! | `summary.csv`, `summary.json` | one per policy |
 //! | `scenario.toml` | the scenario as run, every default written out |
 //! | `trace.csv` (`--trace`) | one per attempt, see [`TraceWriter`] |
@@ -20,34 +21,50 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::engine::{AttemptRecord, Observer};
-use crate::metrics::{FAILURE_REASONS, SUMMARY_METRICS, format_metric, is_count};
+use crate::metrics::{SERVICE_COUNTS, SERVICE_STATE, SUMMARY_METRICS, format_metric, is_count};
+use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
-/// A file a run writes: its name and how to render it.
+/// A file a run writes: its name, whether this run writes it, and how to render it.
 pub struct Artifact {
     /// File name inside the run's folder.
     pub name: &'static str,
+    /// Whether the run writes it.
+    pub written: fn(&ScenarioRun) -> bool,
     /// The file's bytes.
     pub render: fn(&ScenarioRun) -> Vec<u8>,
 }
 
-/// The files every run writes.
-pub const ARTIFACTS: [Artifact; 4] = [
+fn always(_: &ScenarioRun) -> bool {
+    true
+}
+
+/// The files a run writes.
+pub const ARTIFACTS: [Artifact; 5] = [
     Artifact {
         name: "timeseries.csv",
+        written: always,
         render: timeseries_csv,
     },
     Artifact {
+        name: "services.csv",
+        written: ScenarioRun::has_topology,
+        render: services_csv,
+    },
+    Artifact {
         name: "summary.csv",
+        written: always,
         render: summary_csv,
     },
     Artifact {
         name: "summary.json",
+        written: always,
         render: summary_json,
     },
     Artifact {
         name: "scenario.toml",
+        written: always,
         render: resolved_scenario,
     },
 ];
@@ -128,9 +145,9 @@ pub fn timeseries_header() -> Vec<String> {
         .position(|name| name == "unknown_results")
         .expect("a known column")
         + 1;
-    let reasons = FAILURE_REASONS
+    let reasons = FailureReason::ALL
         .iter()
-        .map(|reason| format!("failed_{}", reason.replace('-', "_")));
+        .map(|reason| format!("failed_{}", reason.name().replace('-', "_")));
     header.splice(after..after, reasons);
     header
 }
@@ -141,17 +158,25 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
     let rows = run.policies.iter().flat_map(|policy| {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
+        let entry = &measurements.services[measurements.entry];
+        let service_mean_us = policy.model.entry_service().mean_service_us();
         measurements
             .buckets
             .iter()
             .zip(&measurements.latency)
             .enumerate()
             .map(move |(index, (counts, latency))| {
-                let capacity_rps = if run.service_mean_us > 0.0 {
-                    counts.workers_available as f64 * MICROS_PER_SECOND as f64 / run.service_mean_us
+                let state = &entry.buckets[index];
+                let capacity_rps = if service_mean_us > 0.0 {
+                    state.workers_available as f64 * MICROS_PER_SECOND as f64 / service_mean_us
                 } else {
                     f64::INFINITY
                 };
+                let wasted_work_us: u64 = measurements
+                    .services
+                    .iter()
+                    .map(|service| service.buckets[index].wasted_work_us)
+                    .sum();
                 vec![
                     policy.name.clone(),
                     format!("{:.3}", index as f64 * bucket_s),
@@ -175,13 +200,10 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
                 .chain(counts.failures.iter().map(u64::to_string))
                 .chain([
                     counts.duplicate_writes.to_string(),
-                    counts.queue_len.to_string(),
-                    counts.workers_available.to_string(),
+                    state.queue_len.to_string(),
+                    state.workers_available.to_string(),
                     format!("{capacity_rps:.3}"),
-                    format!(
-                        "{:.6}",
-                        counts.wasted_work_us as f64 / MICROS_PER_SECOND as f64
-                    ),
+                    format!("{:.6}", wasted_work_us as f64 / MICROS_PER_SECOND as f64),
                     latency.len().to_string(),
                     latency.quantile(0.5).map_or_else(String::new, ms),
                     latency.quantile(0.99).map_or_else(String::new, ms),
@@ -192,14 +214,83 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
     csv_bytes(&timeseries_header(), rows)
 }
 
+/// The header of `services.csv`.
+pub fn services_header() -> Vec<String> {
+    let mut header: Vec<String> = ["policy", "service", "t_s", "requests", "requests_rps"]
+        .iter()
+        .map(|name| name.to_string())
+        .collect();
+    header.extend(SERVICE_COUNTS.iter().map(|(name, _)| name.to_string()));
+    header.extend(SERVICE_STATE.iter().map(|(name, _)| name.to_string()));
+    header.extend(["capacity_rps".to_string(), "wasted_work_s".to_string()]);
+    header
+}
+
+/// One row per policy, service and bucket: what the service's callers sent it (`requests`:
+/// first attempts, retries and status checks), what it did with them, its state at the
+/// bucket's end, its capacity (available workers / mean service time) and its wasted work.
+pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
+    let rows = run.policies.iter().flat_map(|policy| {
+        let measurements = &policy.measurements;
+        let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
+        measurements
+            .services
+            .iter()
+            .zip(&policy.model.services)
+            .flat_map(move |(service, model)| {
+                let mean_us = model.mean_service_us();
+                service
+                    .buckets
+                    .iter()
+                    .enumerate()
+                    .map(move |(index, counts)| {
+                        let capacity_rps = if mean_us > 0.0 {
+                            counts.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_us
+                        } else {
+                            f64::INFINITY
+                        };
+                        let mut row = vec![
+                            policy.name.clone(),
+                            service.name.clone(),
+                            format!("{:.3}", index as f64 * bucket_s),
+                            counts.requests().to_string(),
+                            format!("{:.3}", counts.requests() as f64 / bucket_s),
+                        ];
+                        row.extend(
+                            SERVICE_COUNTS
+                                .iter()
+                                .chain(&SERVICE_STATE)
+                                .map(|(_, count)| count(counts).to_string()),
+                        );
+                        row.push(format!("{capacity_rps:.3}"));
+                        row.push(format!(
+                            "{:.6}",
+                            counts.wasted_work_us as f64 / MICROS_PER_SECOND as f64
+                        ));
+                        row
+                    })
+            })
+    });
+    csv_bytes(&services_header(), rows)
+}
+
 /// One row per policy: the policy, every summary metric (see [`SUMMARY_METRICS`], formatted by
 /// [`format_metric`]: `never` for a recovery that never came) and the events processed.
 pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
-    let header: Vec<&str> = ["policy"]
+    let mut header: Vec<String> = ["policy"]
         .into_iter()
         .chain(SUMMARY_METRICS)
         .chain(["events"])
+        .map(str::to_string)
         .collect();
+    if run.has_topology() {
+        header.extend(
+            run.model
+                .services
+                .iter()
+                .map(|service| format!("amplification_{}", service.name)),
+        );
+    }
     let rows =
         run.policies.iter().map(|policy| {
             let mut row = vec![policy.name.clone()];
@@ -207,6 +298,14 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
                 format_metric(name, policy.summary.metric(name).expect("a known metric"))
             }));
             row.push(policy.measurements.events.to_string());
+            if run.has_topology() {
+                row.extend(
+                    policy
+                        .services
+                        .iter()
+                        .map(|service| format!("{:.6}", service.amplification)),
+                );
+            }
             row
         });
     csv_bytes(&header, rows)
@@ -214,7 +313,8 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
 
 /// A JSON array with one object per policy: every summary metric (`null` where it is undefined,
 /// and for a recovery that never came), the events processed, failures by reason, and the
-/// upstream's counters.
+/// upstream's counters, or for a topology each service's block (its amplification relative to
+/// user operations, its counts, its peaks and its wasted work).
 pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     let policies: Vec<Value> = run
         .policies
@@ -234,27 +334,57 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 object.insert(name.into(), value);
             }
             let measurements = &policy.measurements;
-            let upstream = &measurements.upstream;
+            let upstream = measurements.upstream();
             object.insert("events".into(), json!(measurements.events));
             let failures: Map<String, Value> = measurements
                 .failures()
                 .into_iter()
-                .map(|(reason, count)| (reason.to_string(), json!(count)))
+                .map(|(reason, count)| (reason.name().to_string(), json!(count)))
                 .collect();
             object.insert("failures".into(), Value::Object(failures));
-            object.insert(
-                "upstream".into(),
-                json!({
-                    "arrivals": upstream.arrivals,
-                    "served_at_once": upstream.served_at_once,
-                    "queued": upstream.queued,
-                    "refused": upstream.refused,
-                    "served": upstream.served,
-                    "dropped_expired": upstream.dropped_expired,
-                    "replayed": upstream.replayed,
-                    "writes": upstream.writes,
-                }),
-            );
+            if run.has_topology() {
+                let services: Vec<Value> = policy
+                    .services
+                    .iter()
+                    .map(|service| {
+                        let mut block = Map::new();
+                        block.insert("service".into(), json!(service.name));
+                        block.insert(
+                            "amplification".into(),
+                            json!((service.amplification * 1e6).round() / 1e6),
+                        );
+                        block.insert("requests".into(), json!(service.totals.requests()));
+                        for (name, count) in SERVICE_COUNTS {
+                            block.insert(name.into(), json!(count(&service.totals)));
+                        }
+                        block.insert(
+                            "peak_requests_rps".into(),
+                            json!((service.peak_requests_rps * 1e6).round() / 1e6),
+                        );
+                        block.insert("peak_queue_len".into(), json!(service.peak_queue_len));
+                        block.insert(
+                            "wasted_work_s".into(),
+                            json!((service.wasted_work_s * 1e6).round() / 1e6),
+                        );
+                        Value::Object(block)
+                    })
+                    .collect();
+                object.insert("services".into(), Value::Array(services));
+            } else {
+                object.insert(
+                    "upstream".into(),
+                    json!({
+                        "arrivals": upstream.received,
+                        "served_at_once": upstream.served_at_once,
+                        "queued": upstream.queued,
+                        "refused": upstream.rejected_overload,
+                        "served": upstream.served,
+                        "dropped_expired": upstream.dropped_expired,
+                        "replayed": upstream.replayed,
+                        "writes": upstream.writes,
+                    }),
+                );
+            }
             Value::Object(object)
         })
         .collect();
@@ -322,13 +452,13 @@ impl Observer for TraceWriter {
             record.attempt.to_string(),
             micros_to_ms(record.send),
             micros_to_ms(record.end),
-            record.outcome.to_string(),
+            record.outcome.name().to_string(),
             record
                 .status
                 .map_or_else(String::new, |status| status.to_string()),
             record.retry_after.map_or_else(String::new, micros_to_ms),
             record.next_delay.map_or_else(String::new, micros_to_ms),
-            record.reason.to_string(),
+            record.next.name().to_string(),
         ];
         if let Err(error) = self.writer.write_record(&row) {
             self.error = Some(error.into());

@@ -4,7 +4,11 @@
 //! Each purpose (arrivals, operation choice, network, service, jitter, errors) has its own
 //! stream number, so drawing more of one never shifts another: every policy compared in one
 //! scenario consumes the arrival and operation streams identically and therefore sees exactly
-//! the same arrivals and operations, however differently it retries.
+//! the same arrivals and operations, however differently it retries. Purposes that belong to a
+//! service (its service times, its errors, its retries toward the services it calls) have one
+//! stream per service ([`Stream::owned`]), the purpose in the low 32 bits of the stream number
+//! and the service's index above; service 0's streams are the purpose's own, so a scenario with
+//! one service draws exactly what it drew before topologies existed.
 //!
 //! The samplers are written here rather than taken from a distribution crate, so that outputs do
 //! not change when such a crate changes, and the transcendental functions come from `libm`
@@ -29,6 +33,8 @@ pub enum Purpose {
     Jitter = 5,
     /// Load-independent errors.
     Errors = 6,
+    /// Jitter of the retry delays of a service calling the next one.
+    CallerJitter = 7,
 }
 
 /// One random stream.
@@ -44,6 +50,14 @@ impl Stream {
         let mut rng = ChaCha8Rng::from_seed(key);
         rng.set_stream(purpose as u64);
         Stream(rng)
+    }
+
+    /// The stream for `purpose` of service number `owner` under `seed`: owner 0's is
+    /// [`Stream::new`]'s.
+    pub fn owned(seed: u64, purpose: Purpose, owner: u16) -> Stream {
+        let mut stream = Stream::new(seed, purpose);
+        stream.0.set_stream(purpose as u64 | u64::from(owner) << 32);
+        stream
     }
 
     /// A uniform draw from `[0, 1)` with 53 random bits.
@@ -91,6 +105,13 @@ mod tests {
         assert_eq!(draws(7, Purpose::Arrivals), draws(7, Purpose::Arrivals));
         assert_ne!(draws(7, Purpose::Arrivals), draws(7, Purpose::Service));
         assert_ne!(draws(7, Purpose::Arrivals), draws(8, Purpose::Arrivals));
+        let owned = |owner| {
+            let mut stream = Stream::owned(7, Purpose::Service, owner);
+            (0..4).map(|_| stream.unit()).collect::<Vec<_>>()
+        };
+        assert_eq!(owned(0), draws(7, Purpose::Service));
+        assert_ne!(owned(1), owned(0));
+        assert_ne!(owned(1), owned(2));
     }
 
     #[test]

@@ -5,7 +5,7 @@
 //! the configured granularity (1 ms by default; `"1s"` gives what an HTTP header can say), so a
 //! client that honours it exactly finds a token when it returns, unless others took it first.
 
-use crate::scenario::{RateLimit, RateLimitScope};
+use crate::model::RateLimit;
 use crate::time::{MICROS_PER_SECOND, Micros};
 
 /// One bucket of tokens.
@@ -26,21 +26,25 @@ pub struct RateLimiter {
 }
 
 impl RateLimiter {
-    /// The limiter a scenario describes, for `clients` clients. Buckets start full.
+    /// The limiter `config` describes, for `clients` clients. Buckets start full.
     pub fn new(config: &RateLimit, clients: u64) -> RateLimiter {
-        let rate = config.rate.get();
-        let burst = config.burst.map_or(rate.max(1.0), |burst| burst.get());
-        let per_client = config.scope == RateLimitScope::Client;
         let full = TokenBucket {
-            tokens: burst,
+            tokens: config.burst,
             updated: 0,
         };
         RateLimiter {
-            tokens_per_micro: rate / MICROS_PER_SECOND as f64,
-            burst,
-            granularity: config.retry_after_granularity.get_ref().micros(),
-            per_client,
-            buckets: vec![full; if per_client { clients as usize } else { 1 }],
+            tokens_per_micro: config.rate / MICROS_PER_SECOND as f64,
+            burst: config.burst,
+            granularity: config.retry_after_granularity,
+            per_client: config.per_client,
+            buckets: vec![
+                full;
+                if config.per_client {
+                    clients as usize
+                } else {
+                    1
+                }
+            ],
         }
     }
 
@@ -64,16 +68,13 @@ impl RateLimiter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::Duration;
-    use crate::values::{AtLeastOne, Positive};
-    use toml::Spanned;
 
     fn limiter(rate: f64, burst: f64, granularity_ms: u64) -> RateLimiter {
         let config = RateLimit {
-            rate: Positive(rate),
-            burst: Some(AtLeastOne(burst)),
-            scope: RateLimitScope::Global,
-            retry_after_granularity: Spanned::new(0..0, Duration::from_ms(granularity_ms)),
+            rate,
+            burst,
+            per_client: false,
+            retry_after_granularity: granularity_ms * 1000,
         };
         RateLimiter::new(&config, 1)
     }

@@ -105,7 +105,7 @@ dd {{ margin-left: 1.5em; }}
         escape(&scenario.description)
     );
     let clients = &scenario.clients;
-    let upstream = &scenario.upstream;
+    let upstream = run.model.entry_service();
     let _ = writeln!(
         page,
         r#"<p class="meta">{} clients ({} workload), deadline {}, attempt timeout {}; upstream of {} workers, service time {}, queue limit {}, outage behaviour "{}"; simulated for {} with seed {}, in buckets of {}.</p>"#,
@@ -113,9 +113,9 @@ dd {{ margin-left: 1.5em; }}
         escape(&format!("{:?}", clients.workload.get_ref()).to_lowercase()),
         clients.deadline,
         clients.attempt_timeout,
-        upstream.workers.get(),
+        upstream.workers,
         escape(&upstream.service_time.to_string()),
-        upstream.queue_limit.get(),
+        upstream.queue_limit,
         escape(&format!("{:?}", upstream.outage).to_lowercase()),
         scenario.duration.get_ref(),
         scenario.seed,
@@ -124,12 +124,14 @@ dd {{ margin-left: 1.5em; }}
     page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
     for policy in &run.policies {
         let summary = &policy.summary;
-        let failures: Vec<String> = policy
+        // In the order of the reasons' names, as in summary.json.
+        let mut failures: Vec<String> = policy
             .measurements
             .failures()
             .into_iter()
             .map(|(reason, count)| format!("{reason}: {count}"))
             .collect();
+        failures.sort();
         let _ = writeln!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",

@@ -1,27 +1,31 @@
 //! Running a scenario: every policy simulated on the same arrivals, in parallel.
 //!
-//! Each policy is one single-threaded simulation; rayon runs the policies side by side and the
-//! results come back in the scenario's policy order, so the output is the same bytes whatever
-//! the number of threads.
+//! Each policy is one single-threaded simulation of its own [`Model`] (the scenario as that
+//! policy sees it); rayon runs the policies side by side and the results come back in the
+//! scenario's policy order, so the output is the same bytes whatever the number of threads.
 
 use std::time::{Duration as WallDuration, Instant};
 
 use rayon::prelude::*;
 
-use crate::capacity::CapacityCurve;
 use crate::engine::{Observer, simulate};
-use crate::metrics::{Measurements, RecoveryWindow, Summary};
-use crate::scenario::Scenario;
+use crate::metrics::{Measurements, ServiceSummary, Summary};
+use crate::model::Model;
+use crate::scenario::{Overrides, Policy, Scenario};
 
 /// One policy's results.
 #[derive(Debug)]
 pub struct PolicyRun {
     /// The policy's name.
     pub name: String,
+    /// What was simulated.
+    pub model: Model,
     /// Everything measured.
     pub measurements: Measurements,
     /// The summary of the measurements.
     pub summary: Summary,
+    /// Each service's summary, in the model's order.
+    pub services: Vec<ServiceSummary>,
     /// Wall-clock time of the simulation.
     pub wall: WallDuration,
 }
@@ -31,24 +35,33 @@ pub struct PolicyRun {
 pub struct ScenarioRun {
     /// The scenario, as simulated.
     pub scenario: Scenario,
-    /// The incident window recovery is measured from.
-    pub window: RecoveryWindow,
-    /// Mean service time in microseconds, to turn workers into requests per second.
-    pub service_mean_us: f64,
+    /// The scenario's topology as written, without any policy's overrides: the capacity and
+    /// incidents the charts draw.
+    pub model: Model,
     /// One entry per policy, in the scenario's order.
     pub policies: Vec<PolicyRun>,
 }
 
-/// The window recovery is measured in: from the end of the scenario's incident (the later of
-/// the times the capacity curve and the load curve return to their starting level) to the end
-/// of arrivals.
-pub fn recovery_window(scenario: &Scenario) -> RecoveryWindow {
-    let upstream = &scenario.upstream;
-    let capacity = CapacityCurve::new(upstream.workers.get(), &upstream.capacity).incident_end();
-    let load = CapacityCurve::new(1, &scenario.clients.load).incident_end();
-    RecoveryWindow {
-        incident_end: capacity.max(load),
-        duration: scenario.duration.get_ref().micros(),
+impl ScenarioRun {
+    /// Whether the scenario is a topology of several services (then per-service files and
+    /// charts are written).
+    pub fn has_topology(&self) -> bool {
+        self.model.services.len() > 1
+    }
+}
+
+/// Simulates one model and summarises it.
+pub fn run_model(name: String, model: Model, observer: &mut impl Observer) -> PolicyRun {
+    let started = Instant::now();
+    let measurements = simulate(&model, observer);
+    let wall = started.elapsed();
+    PolicyRun {
+        name,
+        summary: measurements.summary(model.recovery_window()),
+        services: measurements.service_summaries(),
+        measurements,
+        model,
+        wall,
     }
 }
 
@@ -63,29 +76,23 @@ pub fn run_scenario<O: Observer + Send>(
         scenario.policy.len(),
         "one observer per policy"
     );
-    let upstream = &scenario.upstream;
-    let window = recovery_window(scenario);
     let (policies, observers): (Vec<PolicyRun>, Vec<O>) = scenario
         .policy
         .par_iter()
         .zip(observers)
         .map(|(policy, mut observer)| {
-            let started = Instant::now();
-            let measurements = simulate(scenario, policy, &mut observer);
-            let wall = started.elapsed();
-            let run = PolicyRun {
-                name: policy.name.get_ref().clone(),
-                summary: measurements.summary(window),
-                measurements,
-                wall,
-            };
+            let model = Model::new(scenario, policy);
+            let run = run_model(policy.name.get_ref().clone(), model, &mut observer);
             (run, observer)
         })
         .unzip();
+    let as_written = Policy {
+        overrides: Overrides::default(),
+        ..scenario.policy[0].clone()
+    };
     let run = ScenarioRun {
         scenario: scenario.clone(),
-        window,
-        service_mean_us: upstream.service_time.mean_micros(),
+        model: Model::new(scenario, &as_written),
         policies,
     };
     (run, observers)

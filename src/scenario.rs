@@ -1,7 +1,8 @@
 //! Scenario files: what is simulated, read from TOML and validated before anything runs.
 //!
-//! A scenario describes the clients, the network, the upstream and one or more retry policies;
-//! every policy is simulated on the same arrivals. The field names below are the file format's
+//! A scenario describes the clients, the network, the services they call (one `[upstream]`, or a
+//! topology of `[[service]]` tables calling each other) and one or more retry policies; every
+//! policy is simulated on the same arrivals. The field names below are the file format's
 //! contract: extend, don't rename. Every field that has a default is listed with it, and
 //! `retrystorm run` writes the fully resolved scenario (defaults filled in) next to its results,
 //! so nothing a run used is implicit.
@@ -11,6 +12,7 @@
 //! names the file, line and column, and says what would be valid; see [`load`].
 
 mod load;
+mod topology;
 mod validate;
 
 use serde::{Deserialize, Serialize};
@@ -22,7 +24,7 @@ use crate::backoff::Jitter;
 use crate::distribution::Distribution;
 use crate::retry_after::RetryAfterMode;
 use crate::time::Duration;
-use crate::values::{AtLeastOne, Bounded, Factor, Name, Positive, Probability};
+use crate::values::{AtLeastOne, Bounded, Factor, Name, Positive, Probability, ServiceName};
 
 /// A whole scenario file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -43,11 +45,15 @@ pub struct Scenario {
     pub bucket: Spanned<Duration>,
     /// Who calls the upstream, and how.
     pub clients: Clients,
-    /// What lies between clients and upstream.
+    /// What lies between clients and services, and between services.
     #[serde(default)]
     pub network: Network,
-    /// The service being called.
-    pub upstream: Upstream,
+    /// The one service the clients call, for a scenario without a topology.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<Service>,
+    /// A topology: services that call each other, each named (instead of `[upstream]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub service: Vec<Spanned<Service>>,
     /// The retry policies to compare (default: one policy with the article's settings).
     #[serde(default = "defaults::policies")]
     pub policy: Vec<Policy>,
@@ -88,6 +94,10 @@ pub struct Clients {
     /// The endpoints called, chosen by weight (default: one `GET`).
     #[serde(default = "defaults::operations")]
     pub operations: Vec<Operation>,
+    /// The service the clients call, in a topology: the entry point (default: the only
+    /// service).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calls: Option<Spanned<String>>,
 }
 
 /// How operations arrive.
@@ -158,10 +168,13 @@ impl Default for Network {
     }
 }
 
-/// `[upstream]`.
+/// `[upstream]`, or one `[[service]]` of a topology.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
-pub struct Upstream {
+pub struct Service {
+    /// A `[[service]]`'s name, unique: letters, digits, `-` and `_`. `[upstream]` has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<Spanned<ServiceName>>,
     /// Requests served at once at full capacity, 1 to 10 000 000.
     pub workers: Bounded<1, 10_000_000>,
     /// Time a worker spends on one request.
@@ -200,6 +213,62 @@ pub struct Upstream {
     /// answers 409 Conflict, `wait` holds it until the first finishes and replays that result.
     #[serde(default)]
     pub idempotency_in_flight: InFlightRepeat,
+    /// The services this one calls, in order, for every request it serves (after its own
+    /// `service_time`); the worker is held until the last call returns. Empty: a leaf, where
+    /// the data lives and writes are committed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<Spanned<String>>,
+    /// A calling service: its client policy toward the services it calls (default: the
+    /// article's retry settings, deadline propagated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Spanned<CallRetry>>,
+    /// A calling service: the status it answers when a downstream call fails for good
+    /// (default 503).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_status: Option<Spanned<Bounded<400, 599>>>,
+}
+
+/// `retry = { ... }` of a `[[service]]` that calls others: how it retries its calls. The
+/// decision is the article's, as for the clients.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallRetry {
+    /// Base delay (default 100ms).
+    #[serde(default = "defaults::base")]
+    pub base: Duration,
+    /// Cap of the exponential backoff (default 2s).
+    #[serde(default = "defaults::cap")]
+    pub cap: Spanned<Duration>,
+    /// Retries after the first attempt, as the article counts them (default 3); 0 means the
+    /// service never retries, as the SRE book advises for every layer but one.
+    #[serde(default = "defaults::call_max_attempts")]
+    pub max_attempts: Bounded<0, 100>,
+    /// How the backoff is spread (default `full`).
+    #[serde(default = "defaults::jitter")]
+    pub jitter: Jitter,
+    /// How Retry-After is treated (default `honor`).
+    #[serde(default)]
+    pub retry_after: RetryAfterMode,
+    /// Repeat a non-idempotent call without key or status endpoint anyway.
+    #[serde(default)]
+    pub unsafe_retries: bool,
+    /// Timeout of one attempt (default 1s); each gets `min(attempt_timeout, time left)`.
+    #[serde(default = "defaults::attempt_timeout")]
+    pub attempt_timeout: Duration,
+    /// The budget of a downstream call: `"propagate"` (default) gives it the time its caller
+    /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call.
+    #[serde(default)]
+    pub deadline: CallDeadline,
+}
+
+/// The deadline of a downstream call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum CallDeadline {
+    /// The time the caller of the request being served has left.
+    #[default]
+    Propagate,
+    /// A fresh budget for every call.
+    Fresh(Duration),
 }
 
 /// `rate_limit = { rate = 1000, burst = 100, scope = "global" }`.
@@ -318,11 +387,34 @@ pub struct Policy {
     /// caller has given up. For showing why the deadline belongs to the operation.
     #[serde(default)]
     pub ignore_deadline: bool,
-    /// What-if: in this policy's simulation the upstream keeps completed keys this long instead
-    /// of `upstream.idempotency_ttl` (each policy is simulated on its own, so policies can
+    /// What-if: in this policy's simulation every service keeps completed keys this long
+    /// instead of its `idempotency_ttl` (each policy is simulated on its own, so policies can
     /// compare key stores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_ttl: Option<Duration>,
+    /// Topology settings changed for this policy's run only, with the keys of `--set`:
+    /// `overrides = { "service.api.retry.max_attempts" = 0 }` compares retrying at every layer
+    /// with retrying only at the edge in one scenario.
+    #[serde(default, skip_serializing_if = "Overrides::is_empty")]
+    pub overrides: Overrides,
+}
+
+/// A policy's `overrides`: dotted keys (as `--set` takes them) and TOML values. Nested tables
+/// are read as dotted keys, so `{ service.api.workers = 10 }` and
+/// `{ "service.api.workers" = 10 }` are the same.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    /// Where the table was written, for errors.
+    pub span: std::ops::Range<usize>,
+    /// Each dotted key and its value, sorted by key.
+    pub entries: std::collections::BTreeMap<String, toml::Value>,
+}
+
+impl Overrides {
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
 }
 
 /// Default values, one function each because serde wants functions.
@@ -383,6 +475,9 @@ mod defaults {
     pub fn max_attempts() -> Bounded<1, 100> {
         Bounded(3)
     }
+    pub fn call_max_attempts() -> Bounded<0, 100> {
+        Bounded(3)
+    }
     pub fn jitter() -> Jitter {
         Jitter::Full
     }
@@ -399,7 +494,20 @@ mod defaults {
             idempotency_key: None,
             status_endpoint: None,
             idempotency_ttl: None,
+            overrides: Overrides::default(),
         }]
+    }
+    pub fn call_retry() -> CallRetry {
+        CallRetry {
+            base: base(),
+            cap: cap(),
+            max_attempts: call_max_attempts(),
+            jitter: jitter(),
+            retry_after: RetryAfterMode::Honor,
+            unsafe_retries: false,
+            attempt_timeout: attempt_timeout(),
+            deadline: CallDeadline::Propagate,
+        }
     }
 }
 
@@ -407,5 +515,108 @@ impl Scenario {
     /// The scenario as TOML, every default written out.
     pub fn to_resolved_toml(&self) -> String {
         toml::to_string(self).expect("a validated scenario always serializes")
+    }
+
+    /// The services, in the file's order: the `[upstream]` alone, or the `[[service]]` tables.
+    pub fn services(&self) -> Vec<&Service> {
+        match &self.upstream {
+            Some(upstream) => vec![upstream],
+            None => self.service.iter().map(Spanned::get_ref).collect(),
+        }
+    }
+
+    /// The index in [`Scenario::services`] of the service the clients call.
+    pub fn entry(&self) -> usize {
+        let named = self.clients.calls.as_ref().map(|name| name.get_ref());
+        named
+            .and_then(|name| self.services().iter().position(|s| s.name_is(name)))
+            .unwrap_or(0)
+    }
+
+    /// The scenario as `policy` simulates it: its `overrides` applied to the topology. Every
+    /// policy's overrides were checked when the scenario was loaded.
+    pub fn for_policy(&self, policy: &Policy) -> std::borrow::Cow<'_, Scenario> {
+        if policy.overrides.is_empty() {
+            return std::borrow::Cow::Borrowed(self);
+        }
+        let overridden = load::apply_overrides(self, &policy.overrides)
+            .expect("policy overrides are checked when the scenario is loaded");
+        std::borrow::Cow::Owned(overridden)
+    }
+}
+
+impl Service {
+    /// The service's name: its own, or `upstream` for the `[upstream]` table.
+    pub fn name(&self) -> &str {
+        self.name
+            .as_ref()
+            .map_or("upstream", |name| name.get_ref().as_str())
+    }
+
+    fn name_is(&self, name: &str) -> bool {
+        self.name
+            .as_ref()
+            .is_some_and(|own| own.get_ref().as_str() == name)
+    }
+}
+
+impl Serialize for CallDeadline {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            CallDeadline::Propagate => serializer.serialize_str("propagate"),
+            CallDeadline::Fresh(budget) => budget.serialize(serializer),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for CallDeadline {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text == "propagate" {
+            return Ok(CallDeadline::Propagate);
+        }
+        match text.parse::<Duration>() {
+            Ok(budget) if budget.micros() > 0 => Ok(CallDeadline::Fresh(budget)),
+            _ => Err(serde::de::Error::custom(format!(
+                "deadline {text:?} is neither \"propagate\" (the caller's time left) nor a duration above zero such as \"2s\" (a fresh budget for every call)"
+            ))),
+        }
+    }
+}
+
+impl Serialize for Overrides {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.entries.serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Overrides {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let table = Spanned::<toml::Table>::deserialize(deserializer)?;
+        let span = table.span();
+        let mut entries = std::collections::BTreeMap::new();
+        flatten("", table.into_inner(), &mut entries);
+        Ok(Overrides { span, entries })
+    }
+}
+
+/// Nested tables as dotted keys: `{ a = { b = 1 } }` is `a.b = 1`.
+fn flatten(
+    prefix: &str,
+    table: toml::Table,
+    entries: &mut std::collections::BTreeMap<String, toml::Value>,
+) {
+    for (key, value) in table {
+        let path = if prefix.is_empty() {
+            key
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match value {
+            toml::Value::Table(inner) => flatten(&path, inner, entries),
+            value => {
+                entries.insert(path, value);
+            }
+        }
     }
 }

@@ -41,25 +41,34 @@ impl<T> Default for Slab<T> {
 
 impl<T> Slab<T> {
     /// Stores `value` and returns its key. Freed slots are reused, most recent first.
+    #[inline]
     pub fn insert(&mut self, value: T) -> Key {
+        self.insert_with(|_| value)
+    }
+
+    /// Stores the value `make` builds from the key it will have, and returns the key.
+    #[inline]
+    pub fn insert_with(&mut self, make: impl FnOnce(Key) -> T) -> Key {
         self.len += 1;
         if let Some(slot) = self.free.pop() {
             let entry = &mut self.slots[slot as usize];
-            entry.value = Some(value);
-            return Key {
+            let key = Key {
                 slot,
                 generation: entry.generation,
             };
+            entry.value = Some(make(key));
+            return key;
         }
         let slot = u32::try_from(self.slots.len()).expect("fewer than 2^32 entries in flight");
-        self.slots.push(Slot {
-            generation: 0,
-            value: Some(value),
-        });
-        Key {
+        let key = Key {
             slot,
             generation: 0,
-        }
+        };
+        self.slots.push(Slot {
+            generation: 0,
+            value: Some(make(key)),
+        });
+        key
     }
 
     /// The entry for `key`, if it is still the one the key was issued for.
@@ -85,6 +94,7 @@ impl<T> Slab<T> {
     }
 
     /// Removes the entry for `key` and returns it; the slot's generation moves on.
+    #[inline]
     pub fn remove(&mut self, key: Key) -> Option<T> {
         let entry = self.slots.get_mut(key.slot as usize)?;
         if entry.generation != key.generation {
@@ -129,5 +139,15 @@ mod tests {
         assert_eq!(slab.get(second), Some(&"second"));
         assert_eq!(slab.len(), 1);
         assert_eq!(slab.keys().collect::<Vec<_>>(), [second]);
+    }
+
+    #[test]
+    fn a_value_can_know_its_own_key() {
+        let mut slab = Slab::default();
+        let first = slab.insert_with(|key| key);
+        slab.remove(first);
+        let reused = slab.insert_with(|key| key);
+        assert_eq!(slab.get(reused), Some(&reused));
+        assert_ne!(reused, first);
     }
 }

@@ -22,9 +22,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Quiet, simulate};
+use crate::engine::Quiet;
 use crate::metrics::{SUMMARY_METRICS, format_metric};
-use crate::run::recovery_window;
+use crate::model::Model;
+use crate::run::run_model;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
 
 pub use crate::metrics::parse_metric;
@@ -399,11 +400,10 @@ impl PreparedSweep {
             .collect();
         jobs.par_iter()
             .map(|&(point, seed_index)| {
-                let mut scenario = self.points[point].clone();
-                scenario.seed = self.seeds[seed_index];
-                let policy = &scenario.policy[0];
-                let measurements = simulate(&scenario, policy, &mut Quiet);
-                let summary = measurements.summary(recovery_window(&scenario));
+                let scenario = &self.points[point];
+                let mut model = Model::new(scenario, &scenario.policy[0]);
+                model.seed = self.seeds[seed_index];
+                let summary = run_model(String::new(), model, &mut Quiet).summary;
                 done.fetch_add(1, Ordering::Relaxed);
                 ResultRow {
                     point,

@@ -190,6 +190,49 @@ impl<'de> Deserialize<'de> for Name {
     }
 }
 
+/// A service's name in a topology: 1 to 64 letters, digits, `-` or `_`, not only digits. It is
+/// a part of dotted `--set` keys (`service.api.workers`), so it has no dots, and it is not a
+/// number, which would read as an array index.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct ServiceName(String);
+
+impl ServiceName {
+    /// The name.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// Checks a name.
+    pub fn new(text: &str) -> Result<ServiceName, String> {
+        let allowed = |c: char| c.is_ascii_alphanumeric() || "-_".contains(c);
+        if !text.is_empty()
+            && text.len() <= 64
+            && text.chars().all(allowed)
+            && !text.chars().all(|c| c.is_ascii_digit())
+        {
+            Ok(ServiceName(text.to_string()))
+        } else {
+            Err(format!(
+                "{text:?} is not a valid service name; use 1 to 64 letters, digits, '-' or '_', not only digits (it is part of keys such as service.NAME.workers)"
+            ))
+        }
+    }
+}
+
+impl fmt::Display for ServiceName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for ServiceName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        ServiceName::new(&text).map_err(de::Error::custom)
+    }
+}
+
 /// Serde through `FromStr` and `Display`, so that the type's own error (with its "did you
 /// mean") reaches the user.
 macro_rules! serde_via_str {
@@ -264,6 +307,13 @@ mod tests {
         );
         assert!(error("p = nan").contains("out of range"));
         assert!(error("name = \"a b\"").contains("not a valid name"));
+        for bad in ["a.b", "12", "", "a b"] {
+            assert!(ServiceName::new(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            ServiceName::new("db-2").map(|n| n.to_string()),
+            Ok("db-2".into())
+        );
         assert!(error("jitter = \"ful\"").contains("did you mean `full`?"));
     }
 

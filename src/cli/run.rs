@@ -137,7 +137,7 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     let wall = started.elapsed();
     progress.stop();
 
-    for artifact in &ARTIFACTS {
+    for artifact in ARTIFACTS.iter().filter(|artifact| (artifact.written)(&run)) {
         let path = folder.join(artifact.name);
         write_atomic(&path, &(artifact.render)(&run)).map_err(|error| with_path(error, &path))?;
     }
@@ -262,7 +262,7 @@ impl Progress {
 
 fn print_table(run: &ScenarioRun, folder: &Path) {
     println!("{}: results in {}", run.scenario.name, folder.display());
-    let header = [
+    let mut header: Vec<String> = [
         "policy",
         "operations",
         "success",
@@ -272,13 +272,25 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
         "p99 ms",
         "peak rps",
         "recovery",
-    ];
-    let rows: Vec<[String; 9]> = run
+    ]
+    .iter()
+    .map(|name| name.to_string())
+    .collect();
+    // In a topology, the load on every service below the entry, per user operation.
+    let below_entry: Vec<usize> = (0..run.model.services.len())
+        .filter(|&index| run.has_topology() && index != usize::from(run.model.entry))
+        .collect();
+    header.extend(
+        below_entry
+            .iter()
+            .map(|&index| format!("{} amplif.", run.model.services[index].name)),
+    );
+    let rows: Vec<Vec<String>> = run
         .policies
         .iter()
         .map(|policy| {
             let summary = &policy.summary;
-            [
+            let mut row = vec![
                 policy.name.clone(),
                 summary.operations.to_string(),
                 format!("{:.2}%", summary.success_rate * 100.0),
@@ -292,7 +304,13 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
                 summary
                     .recovery_s
                     .map_or_else(|| "never".into(), |seconds| format!("{seconds:.1}s")),
-            ]
+            ];
+            row.extend(
+                below_entry
+                    .iter()
+                    .map(|&index| format!("{:.3}", policy.services[index].amplification)),
+            );
+            row
         })
         .collect();
     let widths: Vec<usize> = (0..header.len())
@@ -319,7 +337,7 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
             .collect();
         println!("  {}", padded.join("  "));
     };
-    line(header.to_vec());
+    line(header.iter().map(String::as_str).collect());
     for row in &rows {
         line(row.iter().map(String::as_str).collect());
     }

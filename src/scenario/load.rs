@@ -14,8 +14,9 @@ use std::str::FromStr;
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
-use super::Scenario;
+use super::topology::resolve_defaults;
 use super::validate::validate;
+use super::{Overrides, Scenario};
 use crate::suggest::did_you_mean;
 
 /// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
@@ -120,11 +121,66 @@ pub fn load_str(
     overrides: &[Override],
 ) -> Result<Scenario, ScenarioError> {
     let source = Source::new(text, label, overrides)?;
-    let scenario: Scenario = toml::from_str(&source.edited).map_err(|error| {
-        source.error_at(error.span().unwrap_or(0..0), &explain(error.message()))
-    })?;
-    validate(&scenario).map_err(|(span, message)| source.error_at(span, &message))?;
+    let scenario = source.read()?;
+    for policy in &scenario.policy {
+        apply_overrides(&scenario, &policy.overrides).map_err(|message| {
+            source.error_at(
+                policy.overrides.span.clone(),
+                &format!("policy {:?}: overrides: {message}", policy.name.get_ref()),
+            )
+        })?;
+    }
     Ok(scenario)
+}
+
+/// The scenario with a policy's `overrides` applied to its topology, as `--set` would apply
+/// them, and validated again; the error says which key is wrong and why.
+pub(super) fn apply_overrides(
+    scenario: &Scenario,
+    overrides: &Overrides,
+) -> Result<Scenario, String> {
+    if overrides.is_empty() {
+        return Ok(scenario.clone());
+    }
+    let names: Vec<&str> = scenario.services().iter().map(|s| s.name()).collect();
+    let mut list = Vec::new();
+    for (key, value) in &overrides.entries {
+        let mut parts = key.split('.');
+        let valid = match (parts.next(), parts.next(), parts.next()) {
+            (Some("upstream"), Some(_), _) => scenario.upstream.is_some(),
+            (Some("service"), Some(name), Some(_)) => {
+                if scenario.upstream.is_none() && !names.contains(&name) {
+                    return Err(format!(
+                        "`{key}`: there is no service named {name:?}; the services are {}",
+                        names.join(", ")
+                    ));
+                }
+                scenario.upstream.is_none()
+            }
+            _ => false,
+        };
+        if !valid {
+            return Err(format!(
+                "`{key}`: a policy may override only the topology it runs against, with keys such as {}; what the clients do is shared by every policy so that all see the same arrivals",
+                if scenario.upstream.is_some() {
+                    "upstream.workers".to_string()
+                } else {
+                    format!("service.{}.retry.max_attempts", names[0])
+                }
+            ));
+        }
+        list.push(Override {
+            key: key.clone(),
+            value: value.to_string(),
+            flag: "overrides",
+        });
+    }
+    let text = scenario.to_resolved_toml();
+    let source = Source::new(&text, "overrides", &list).map_err(|error| error.message)?;
+    source.read().map_err(|error| match error.location {
+        Location::Override { text, .. } => format!("{text}: {}", error.message),
+        _ => error.message,
+    })
 }
 
 /// The text that is read, and where each of its lines came from.
@@ -181,6 +237,16 @@ impl<'a> Source<'a> {
         let new: Vec<&str> = edited.lines().collect();
         let origin = align(&original, &new);
         Ok(plain(edited, origin))
+    }
+
+    /// Reads and checks the edited text, then writes out the topology's defaults.
+    fn read(&self) -> Result<Scenario, ScenarioError> {
+        let mut scenario: Scenario = toml::from_str(&self.edited).map_err(|error| {
+            self.error_at(error.span().unwrap_or(0..0), &explain(error.message()))
+        })?;
+        validate(&scenario).map_err(|(span, message)| self.error_at(span, &message))?;
+        resolve_defaults(&mut scenario);
+        Ok(scenario)
     }
 
     /// The error for a byte range of the edited text.
@@ -242,7 +308,8 @@ fn set(item: &mut Item, path: &[&str], value: &Value) -> Result<(), String> {
         Item::Table(table) => set_in_table(table, path, value, false),
         Item::Value(Value::InlineTable(table)) => set_in_table(table, path, value, true),
         Item::ArrayOfTables(array) => {
-            let (index, rest) = split_index(path, array.len())?;
+            let names: Vec<Option<String>> = array.iter().map(|table| name_of(table)).collect();
+            let (index, rest) = split_index(path, &names)?;
             match index {
                 Some(index) => set_in_table(
                     array.get_mut(index).expect("index checked"),
@@ -256,7 +323,11 @@ fn set(item: &mut Item, path: &[&str], value: &Value) -> Result<(), String> {
             }
         }
         Item::Value(Value::Array(array)) => {
-            let (index, rest) = split_index(path, array.len())?;
+            let names: Vec<Option<String>> = array
+                .iter()
+                .map(|element| element.as_inline_table().and_then(|table| name_of(table)))
+                .collect();
+            let (index, rest) = split_index(path, &names)?;
             let apply = |element: &mut Value| match element {
                 Value::InlineTable(table) => set_in_table(table, rest, value, true),
                 _ => Err(format!("`{}` is not a table", path.join("."))),
@@ -300,11 +371,14 @@ fn set_in_table(
     set(table.get_mut(key).expect("just inserted"), rest, value)
 }
 
-/// An optional leading array index of `path`.
+/// An optional leading selector of `path` in an array whose entries have the given names: a
+/// 0-based index (`policy.1.base`) or, before a further key, an entry's `name`
+/// (`service.api.workers`). Without one the rest of the path applies to every entry.
 fn split_index<'p, 'k>(
     path: &'p [&'k str],
-    len: usize,
+    names: &[Option<String>],
 ) -> Result<(Option<usize>, &'p [&'k str]), String> {
+    let len = names.len();
     match path.split_first() {
         Some((first, rest)) => match first.parse::<usize>() {
             Ok(index) if index < len => Ok((Some(index), rest)),
@@ -312,10 +386,23 @@ fn split_index<'p, 'k>(
                 "index {index} is out of range: the array has {len} entries (0 to {})",
                 len.saturating_sub(1)
             )),
-            Err(_) => Ok((None, path)),
+            Err(_) => {
+                let named = names
+                    .iter()
+                    .position(|name| name.as_deref() == Some(*first));
+                match named {
+                    Some(index) if !rest.is_empty() => Ok((Some(index), rest)),
+                    _ => Ok((None, path)),
+                }
+            }
         },
         None => Err("cannot replace a whole array; set a key inside it".into()),
     }
+}
+
+/// The `name` of a table, if it has a string one.
+fn name_of(table: &dyn TableLike) -> Option<String> {
+    table.get("name")?.as_str().map(str::to_string)
 }
 
 /// Maps each line of `new` to the line of `original` it is (a longest common subsequence).

@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
+use super::topology::validate_topology;
 use super::{CapacityPoint, Scenario, Workload};
 use crate::capacity::CapacityCurve;
 
@@ -23,7 +24,7 @@ pub const MAX_OPEN_RATE: f64 = 1e8;
 type Problem = (Range<usize>, String);
 
 /// The span of `value` if it was written in the file, else `fallback` (defaults have no span).
-fn span_of<T>(value: &Spanned<T>, fallback: Range<usize>) -> Range<usize> {
+pub(super) fn span_of<T>(value: &Spanned<T>, fallback: Range<usize>) -> Range<usize> {
     let span = value.span();
     if span.is_empty() { fallback } else { span }
 }
@@ -52,7 +53,8 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
         ));
     }
     validate_clients(scenario)?;
-    validate_upstream(scenario)?;
+    validate_topology(scenario, duration_span)?;
+    validate_services(scenario)?;
     validate_policies(scenario)
 }
 
@@ -190,16 +192,17 @@ fn validate_curve(name: &str, points: &[CapacityPoint]) -> Result<(), Problem> {
     Ok(())
 }
 
-fn validate_upstream(scenario: &Scenario) -> Result<(), Problem> {
-    let upstream = &scenario.upstream;
-    validate_curve("capacity", &upstream.capacity)?;
-    if let Some(limit) = &upstream.rate_limit
-        && limit.retry_after_granularity.get_ref().micros() == 0
-    {
-        return Err((
-            limit.retry_after_granularity.span(),
-            "retry_after_granularity must be above zero; \"1ms\" is the finest useful".into(),
-        ));
+fn validate_services(scenario: &Scenario) -> Result<(), Problem> {
+    for service in scenario.services() {
+        validate_curve("capacity", &service.capacity)?;
+        if let Some(limit) = &service.rate_limit
+            && limit.retry_after_granularity.get_ref().micros() == 0
+        {
+            return Err((
+                limit.retry_after_granularity.span(),
+                "retry_after_granularity must be above zero; \"1ms\" is the finest useful".into(),
+            ));
+        }
     }
     Ok(())
 }

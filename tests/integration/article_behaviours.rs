@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use retrystorm::engine::AttemptRecord;
+use retrystorm::outcome::FailureReason;
 
 use crate::support::{run, run_traced, scenario};
 
@@ -207,7 +208,10 @@ max_attempts = 100
         measurements.failures()
     );
     assert_eq!(
-        measurements.failures().get("deadline-exhausted").copied(),
+        measurements
+            .failures()
+            .get(&FailureReason::DeadlineExhausted)
+            .copied(),
         Some(measurements.operations)
     );
     for sends in sends_by_operation(&traces[0]).values() {

@@ -12,4 +12,5 @@ mod run_command;
 mod scenario_errors;
 mod support;
 mod sweep_command;
+mod topologies;
 mod upstream_behaviours;

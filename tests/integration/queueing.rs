@@ -84,8 +84,8 @@ fn erlang_formulas_match_known_values() {
 fn mmc_wait_probability_is_erlang_c() {
     // c = 10 workers of 10 ms, λ = 800/s: a = 8 Erlangs.
     let run = run(&scenario(&markovian(10, 10, 800.0, 100_000_000, 1500)));
-    let upstream = &run.policies[0].measurements.upstream;
-    let waited = upstream.queued as f64 / upstream.arrivals as f64;
+    let upstream = run.policies[0].measurements.upstream();
+    let waited = upstream.queued as f64 / upstream.received as f64;
     let expected = erlang_c(10, 8.0);
     eprintln!("M/M/10: P(wait) {waited:.5} (Erlang C {expected:.5})");
     assert!(
@@ -99,17 +99,15 @@ fn without_a_queue_the_refused_fraction_is_erlang_b() {
     // Overload answers 500, which is not transient: no retries.
     let run = run(&scenario(&markovian(10, 10, 800.0, 0, 1500)));
     let measurements = &run.policies[0].measurements;
-    let refused = measurements.upstream.refused as f64 / measurements.upstream.arrivals as f64;
+    let upstream = measurements.upstream();
+    let refused = upstream.rejected_overload as f64 / upstream.received as f64;
     let expected = erlang_b(10, 8.0);
     eprintln!("M/M/10/10: refused {refused:.5} (Erlang B {expected:.5})");
     assert!(
         relative_error(refused, expected) < 0.03,
         "refused {refused} vs Erlang B {expected}"
     );
-    assert_eq!(
-        measurements.upstream.arrivals, measurements.operations,
-        "no retries"
-    );
+    assert_eq!(upstream.received, measurements.operations, "no retries");
 }
 
 #[test]

@@ -1,5 +1,7 @@
 //! The upstream's idempotency-key store, in-flight repeats and wasted work, end to end.
 
+use retrystorm::outcome::FailureReason;
+
 use crate::support::{run, scenario};
 
 /// POSTs with idempotency keys whose responses are often lost.
@@ -45,11 +47,11 @@ fn a_key_forgotten_before_the_retry_lets_it_write_again() {
     );
     assert_eq!(long.summary.duplicate_writes, 0);
     assert!(
-        long.measurements.upstream.replayed > 500,
+        long.measurements.upstream().replayed > 500,
         "stored results are replayed"
     );
     // With the key remembered each operation writes at most once, and every success wrote.
-    let writes = long.measurements.upstream.writes;
+    let writes = long.measurements.upstream().writes;
     assert!(long.summary.succeeded <= writes && writes <= long.measurements.operations);
 }
 
@@ -76,7 +78,7 @@ fn a_repeat_while_the_first_is_in_flight_gets_409_or_waits() {
         rejected
             .measurements
             .failures()
-            .get("not-transient")
+            .get(&FailureReason::NotTransient)
             .copied(),
         Some(conflicts)
     );
@@ -135,8 +137,8 @@ name = "article"
         "wasted {}",
         kept.summary.wasted_work_s
     );
-    assert_eq!(kept.measurements.upstream.dropped_expired, 0);
-    assert!(dropped.measurements.upstream.dropped_expired > 9000);
+    assert_eq!(kept.measurements.upstream().dropped_expired, 0);
+    assert!(dropped.measurements.upstream().dropped_expired > 9000);
     assert!(
         dropped.summary.wasted_work_s < kept.summary.wasted_work_s / 10.0,
         "dropping expired work wastes {} s against {} s",

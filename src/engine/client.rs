@@ -1,0 +1,529 @@
+//! The client side: starting an operation, sending attempts, learning their results, and the
+//! retry decision. The same code serves a user client and a service calling the next service;
+//! what differs is the policy ([`policy_of`]) and who hears the end of the call
+//! ([`Engine::finish`]).
+
+use super::{
+    Attempt, AttemptRecord, DownstreamCall, Engine, Event, Observer, Operation, Reply, Stage,
+};
+use crate::decision::{Decision, RetryInput, plan_retry};
+use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId};
+use crate::outcome::{AttemptOutcome, FailureReason, NextStep};
+use crate::random::Stream;
+use crate::retry_after::RetryAfterMode;
+use crate::slab::Key;
+use crate::time::{MICROS_PER_MS, Micros};
+
+/// A practically endless deadline, far from overflow.
+const NO_DEADLINE: Micros = Micros::MAX / 2;
+
+impl<O: Observer> Engine<'_, O> {
+    /// The next open-loop arrival. With a load curve, arrivals are drawn at the curve's peak
+    /// rate and thinned (kept with probability `factor(t) / peak`), which gives a Poisson
+    /// process of rate `rate * factor(t)` from the arrival stream alone.
+    pub(super) fn schedule_next_arrival(&mut self) {
+        let Arrivals::Open {
+            mean_gap_us,
+            ref load,
+            load_peak,
+        } = self.model.users.workload
+        else {
+            unreachable!("only an open workload has arrivals");
+        };
+        let duration = self.model.duration as f64;
+        loop {
+            self.next_arrival_us += self.arrivals.exponential(mean_gap_us / load_peak);
+            let Some(load) = load else { break };
+            let keep = load.factor(self.next_arrival_us as Micros) / load_peak;
+            if self.next_arrival_us >= duration || self.arrivals.unit() < keep {
+                break;
+            }
+        }
+        if self.next_arrival_us < duration {
+            self.events
+                .push(self.next_arrival_us as Micros, Event::Arrival);
+        }
+    }
+
+    /// A user client starts an operation.
+    pub(super) fn start_operation(&mut self, client: u32) {
+        let endpoints = &self.model.users.endpoints;
+        let total = endpoints
+            .last()
+            .expect("validated: one endpoint at least")
+            .cumulative_weight;
+        let draw = self.operations_stream.unit() * total;
+        let endpoint = endpoints
+            .partition_point(|endpoint| endpoint.cumulative_weight <= draw)
+            .min(endpoints.len() - 1);
+        let id = self.next_operation_id;
+        self.next_operation_id += 1;
+        self.unfinished += 1;
+        self.recorder.operation_started();
+        let deadline = match self.model.users.policy.deadline {
+            Deadline::Budget(budget) => self.now + budget,
+            Deadline::Propagate | Deadline::Unbounded => NO_DEADLINE,
+        };
+        let key = self.operations.insert(Operation {
+            id,
+            client,
+            endpoint: endpoint as u16,
+            downstream: false,
+            start: self.now,
+            deadline,
+            attempt: 0,
+            previous_delay_ms: f64::NAN,
+            live_attempts: 0,
+            live_calls: 0,
+            finished: false,
+            writes: 0,
+            in_service: 0,
+            checking: false,
+        });
+        self.send(key, false);
+    }
+
+    /// A service's worker, serving `parent`, makes its call number `number` to the next
+    /// service.
+    pub(super) fn start_call(&mut self, service: ServiceId, parent: Key, number: u8) {
+        let model = &self.model.services[usize::from(service)];
+        let policy = model
+            .downstream
+            .as_ref()
+            .expect("a service that calls others has a policy toward them");
+        let request = self.attempts.get(parent).expect("a served request is live");
+        let deadline = match policy.deadline {
+            Deadline::Budget(budget) => self.now + budget,
+            Deadline::Propagate => request.gives_up,
+            Deadline::Unbounded => NO_DEADLINE,
+        };
+        let served = self
+            .operations
+            .get(request.operation)
+            .expect("operations outlive their attempts");
+        let (id, client, endpoint) = (served.id, served.client, served.endpoint);
+        let logical = self.logical(request.operation, served);
+        self.operations
+            .get_mut(logical)
+            .expect("a user operation outlives its calls")
+            .live_calls += 1;
+        let key = self.operations.insert(Operation {
+            id,
+            client,
+            endpoint,
+            downstream: true,
+            start: self.now,
+            deadline,
+            attempt: 0,
+            previous_delay_ms: f64::NAN,
+            live_attempts: 0,
+            live_calls: 0,
+            finished: false,
+            writes: 0,
+            in_service: 0,
+            checking: false,
+        });
+        let slot = key.slot as usize;
+        if slot >= self.downstream.len() {
+            self.downstream.resize(slot + 1, DOWNSTREAM_PLACEHOLDER);
+        }
+        self.downstream[slot] = DownstreamCall {
+            service,
+            parent,
+            number,
+            target: model.calls[usize::from(number)],
+            logical,
+        };
+        self.send(key, false);
+    }
+
+    /// Sends an attempt of `operation`, or a status check about it.
+    pub(super) fn send(&mut self, key: Key, status_check: bool) {
+        let now = self.now;
+        let operation = self.operations.get(key).expect("a live operation sends");
+        let time_left = operation.deadline.saturating_sub(now);
+        let call = self.downstream_call(key, operation);
+        let gives_up = now + policy_of(self.model, call).attempt_timeout.min(time_left);
+        let (service, from_user) = match call {
+            None => (self.model.entry, true),
+            Some(call) => (call.target, false),
+        };
+        let operation = self
+            .operations
+            .get_mut(key)
+            .expect("a live operation sends");
+        let index = operation.attempt;
+        operation.live_attempts += 1;
+        // The entry service's callers are the users: their counts are its (`Recorder::finish`).
+        if from_user {
+            let counts = self.recorder.at(now);
+            if status_check {
+                counts.status_checks += 1;
+            } else {
+                counts.attempts += 1;
+                if index == 0 {
+                    counts.first_attempts += 1;
+                } else {
+                    counts.retries += 1;
+                }
+            }
+        } else {
+            let counts = self.services[usize::from(service)].counts(now);
+            if status_check {
+                counts.status_checks += 1;
+            } else if index == 0 {
+                counts.first_attempts += 1;
+            } else {
+                counts.retries += 1;
+            }
+        }
+        let lost = self.network.chance(self.model.network.request_loss.get());
+        let attempt = self.attempts.insert(Attempt {
+            operation: key,
+            index,
+            status_check,
+            service,
+            from_user,
+            sent: now,
+            gives_up,
+            client_waiting: true,
+            server_holds: !lost,
+            stage: Stage::Travelling,
+            reply: Reply::Pending,
+        });
+        self.recorder
+            .in_flight(self.operations.len(), self.attempts.len());
+        self.events.push(gives_up, Event::Timeout(attempt));
+        if !lost {
+            let arrives = now + self.model.network.latency.sample(&mut self.network);
+            self.events.push(arrives, Event::Reach(attempt));
+        }
+    }
+
+    pub(super) fn response(&mut self, key: Key) {
+        let Some(attempt) = self.attempts.get_mut(key) else {
+            return;
+        };
+        attempt.server_holds = false;
+        if attempt.client_waiting {
+            attempt.client_waiting = false;
+            self.resolve(key, false);
+        }
+        self.release_attempt(key);
+    }
+
+    pub(super) fn timeout(&mut self, key: Key) {
+        let Some(attempt) = self.attempts.get_mut(key) else {
+            return;
+        };
+        if !attempt.client_waiting {
+            return;
+        }
+        attempt.client_waiting = false;
+        if attempt.from_user {
+            self.recorder.at(self.now).timeouts += 1;
+        } else {
+            let service = attempt.service;
+            self.services[usize::from(service)]
+                .counts(self.now)
+                .timeouts += 1;
+        }
+        self.resolve(key, true);
+        self.release_attempt(key);
+    }
+
+    /// The caller learned the result of an attempt (its reply, or that it timed out): count
+    /// it, decide what to do next, and trace it.
+    fn resolve(&mut self, key: Key, timed_out: bool) {
+        let attempt = self.attempts.get(key).expect("resolving a live attempt");
+        let (operation, reply, status_check) =
+            (attempt.operation, attempt.reply, attempt.status_check);
+        let (send, index, service, user) = (
+            attempt.sent,
+            attempt.index,
+            attempt.service,
+            attempt.from_user,
+        );
+        let overload_status = self.model.services[usize::from(service)].overload_status;
+        let (outcome, status, retry_after) = if timed_out {
+            (AttemptOutcome::Timeout, None, None)
+        } else {
+            match reply {
+                Reply::Ok => (AttemptOutcome::Ok, Some(200), None),
+                Reply::Committed => (AttemptOutcome::Committed, Some(200), None),
+                Reply::NotFound => (AttemptOutcome::NotFound, Some(404), None),
+                Reply::StillPending => (AttemptOutcome::Pending, Some(202), None),
+                Reply::RateLimited { retry_after } => {
+                    (AttemptOutcome::Rejected, Some(429), Some(retry_after))
+                }
+                Reply::Overloaded { retry_after } => {
+                    (AttemptOutcome::Rejected, Some(overload_status), retry_after)
+                }
+                Reply::Conflict => (AttemptOutcome::Conflict, Some(409), None),
+                Reply::Error(code) => (AttemptOutcome::Error, Some(code), None),
+                Reply::Reset => (AttemptOutcome::Reset, None, None),
+                Reply::Pending => unreachable!("a response carries a reply"),
+            }
+        };
+        if user && !timed_out {
+            let counts = self.recorder.at(self.now);
+            match reply {
+                Reply::Ok | Reply::Committed | Reply::NotFound | Reply::StillPending => {
+                    counts.ok += 1
+                }
+                Reply::RateLimited { .. } => counts.rejected_429 += 1,
+                Reply::Overloaded { .. } => counts.rejected_503 += 1,
+                Reply::Conflict => counts.conflicts_409 += 1,
+                Reply::Error(_) => counts.errors += 1,
+                Reply::Reset => counts.resets += 1,
+                Reply::Pending => {}
+            }
+        }
+        let (next_delay, next) = if status_check {
+            match (timed_out, reply) {
+                (false, Reply::Committed) => self.succeed(operation),
+                (false, Reply::NotFound) => {
+                    // Never written: the request itself may be repeated.
+                    self.operations
+                        .get_mut(operation)
+                        .expect("live operation")
+                        .checking = false;
+                    self.decide(operation, None, true, None)
+                }
+                // Still being processed: ask again later, as after a transport error.
+                (false, Reply::StillPending) | (true, _) | (false, Reply::Reset) => {
+                    self.decide(operation, None, true, None)
+                }
+                (false, _) => self.decide(operation, status, false, retry_after),
+            }
+        } else {
+            match (timed_out, reply) {
+                (false, Reply::Ok) => self.succeed(operation),
+                (true, _) | (false, Reply::Reset) => self.no_response(operation),
+                (false, _) => self.decide(operation, status, false, retry_after),
+            }
+        };
+        if user {
+            let operation = self
+                .operations
+                .get(operation)
+                .expect("operations outlive their attempts");
+            let record = AttemptRecord {
+                client: operation.client,
+                operation: operation.id,
+                attempt: u32::from(index),
+                send,
+                end: self.now,
+                outcome,
+                status,
+                retry_after,
+                next_delay,
+                next,
+            };
+            self.observer.attempt(&record);
+        }
+    }
+
+    /// An attempt failed without a response: ask the status endpoint if the operation may
+    /// have written, else let the decision judge a transport error.
+    fn no_response(&mut self, key: Key) -> (Option<Micros>, NextStep) {
+        let operation = self.operations.get(key).expect("live operation");
+        let endpoint = &self.model.users.endpoints[usize::from(operation.endpoint)];
+        if endpoint.status_endpoint && !endpoint.idempotent_method {
+            if operation.deadline > self.now {
+                self.operations
+                    .get_mut(key)
+                    .expect("live operation")
+                    .checking = true;
+                self.send(key, true);
+                return (None, NextStep::StatusCheck);
+            }
+            return self.fail(key, FailureReason::StatusUnknown);
+        }
+        self.decide(key, None, true, None)
+    }
+
+    /// Asks the retry decision and acts on it. While the caller is asking the status endpoint,
+    /// a retry asks it again, and a stop leaves the outcome unknown. A caller whose policy
+    /// allows no retries stops at once, without asking.
+    fn decide(
+        &mut self,
+        key: Key,
+        status: Option<u16>,
+        transport_error: bool,
+        retry_after: Option<Micros>,
+    ) -> (Option<Micros>, NextStep) {
+        let model = self.model;
+        let operation = self.operations.get(key).expect("live operation");
+        let endpoint = &model.users.endpoints[usize::from(operation.endpoint)];
+        let call = self.downstream_call(key, operation);
+        let policy = policy_of(model, call);
+        if policy.max_attempts == 0 {
+            let reason = if operation.checking {
+                FailureReason::StatusUnknown
+            } else {
+                FailureReason::MaxAttempts
+            };
+            return self.fail(key, reason);
+        }
+        let jitter: &mut Stream = match call {
+            None => &mut self.jitter,
+            Some(call) => &mut self.services[usize::from(call.service)].jitter,
+        };
+        let retry_after_random =
+            if policy.retry_after == RetryAfterMode::HonorJittered && retry_after.is_some() {
+                jitter.unit()
+            } else {
+                0.5
+            };
+        let input = RetryInput {
+            idempotent_method: endpoint.idempotent_method || policy.unsafe_retries,
+            status: status.map(f64::from),
+            transport_error,
+            attempt: f64::from(operation.attempt),
+            now_ms: self.now as f64 / MICROS_PER_MS as f64,
+            deadline_ms: operation.deadline as f64 / MICROS_PER_MS as f64,
+            base_ms: policy.base_ms,
+            cap_ms: policy.cap_ms,
+            max_attempts: f64::from(policy.max_attempts),
+            random: jitter.unit(),
+            retry_after_ms: retry_after.map(|micros| micros as f64 / MICROS_PER_MS as f64),
+            idempotency_key: endpoint.idempotency_key,
+            status_endpoint: endpoint.status_endpoint,
+            previous_delay_ms: (!operation.previous_delay_ms.is_nan())
+                .then_some(operation.previous_delay_ms),
+            retry_after_random,
+        };
+        match plan_retry(&input, &policy.jitter, policy.retry_after) {
+            Decision::Retry { delay_ms, .. } => {
+                // Round up so that an honoured Retry-After is never undercut by a microsecond.
+                let delay = (delay_ms * MICROS_PER_MS as f64).ceil() as Micros;
+                let operation = self.operations.get_mut(key).expect("live operation");
+                operation.attempt += 1;
+                operation.previous_delay_ms = delay_ms;
+                self.events.push(self.now + delay, Event::Send(key));
+                (Some(delay), NextStep::Retry)
+            }
+            Decision::Stop(reason) => {
+                let checking = self.operations.get(key).expect("live operation").checking;
+                self.fail(
+                    key,
+                    if checking {
+                        FailureReason::StatusUnknown
+                    } else {
+                        reason.into()
+                    },
+                )
+            }
+        }
+    }
+
+    fn succeed(&mut self, key: Key) -> (Option<Micros>, NextStep) {
+        let operation = self.operations.get(key).expect("live operation");
+        if !operation.downstream {
+            self.recorder.succeeded(operation.start, self.now);
+        }
+        self.finish(key, true);
+        (None, NextStep::Success)
+    }
+
+    fn fail(&mut self, key: Key, reason: FailureReason) -> (Option<Micros>, NextStep) {
+        if !self.operations.get(key).expect("live operation").downstream {
+            self.recorder.failed(self.now, reason);
+        }
+        self.finish(key, false);
+        (None, NextStep::Stop(reason))
+    }
+
+    /// The operation ended: a user's client thinks before its next one (closed loop), a
+    /// service's worker goes on with its request.
+    fn finish(&mut self, key: Key, succeeded: bool) {
+        let operation = self.operations.get_mut(key).expect("live operation");
+        operation.finished = true;
+        let client = operation.client;
+        match self.downstream_call(key, self.operations.get(key).expect("live operation")) {
+            None => {
+                self.unfinished -= 1;
+                if let Arrivals::Closed { think_mean_us, .. } = self.model.users.workload {
+                    let think = self.arrivals.exponential(think_mean_us) as Micros;
+                    self.events
+                        .push(self.now + think, Event::ClientReady(client));
+                }
+            }
+            Some(call) => self.call_returned(call, succeeded),
+        }
+        self.release_operation(key);
+    }
+
+    pub(super) fn release_attempt(&mut self, key: Key) {
+        let attempt = self.attempts.get(key).expect("live attempt");
+        if attempt.client_waiting || attempt.server_holds {
+            return;
+        }
+        let operation_key = attempt.operation;
+        self.attempts.remove(key);
+        let operation = self
+            .operations
+            .get_mut(operation_key)
+            .expect("operations outlive their attempts");
+        operation.live_attempts -= 1;
+        if operation.is_done() {
+            self.free_operation(operation_key);
+        }
+    }
+
+    /// Frees an operation that has ended and has nothing left in flight: no attempt, and, for
+    /// a user operation, no downstream call made on its behalf (services keep their key and
+    /// write records under it until then).
+    #[inline]
+    fn release_operation(&mut self, key: Key) {
+        if self.operations.get(key).expect("live operation").is_done() {
+            self.free_operation(key);
+        }
+    }
+
+    /// Frees an operation that is done; a downstream call lets its user operation go too if
+    /// it was the last thing that operation waited for.
+    fn free_operation(&mut self, key: Key) {
+        let operation = self.operations.get(key).expect("live operation");
+        let call = self.downstream_call(key, operation);
+        self.operations.remove(key);
+        if let Some(DownstreamCall { logical, .. }) = call {
+            let user = self
+                .operations
+                .get_mut(logical)
+                .expect("a user operation outlives its calls");
+            user.live_calls -= 1;
+            if user.is_done() {
+                self.operations.remove(logical);
+            }
+        }
+    }
+}
+
+/// The retry policy of the users, or of the service that made `call`.
+#[inline]
+fn policy_of(model: &Model, call: Option<DownstreamCall>) -> &CallerPolicy {
+    match call {
+        None => &model.users.policy,
+        Some(call) => model.services[usize::from(call.service)]
+            .downstream
+            .as_ref()
+            .expect("a service that calls others has a policy toward them"),
+    }
+}
+
+/// What the downstream table holds at slots that are not downstream calls.
+const DOWNSTREAM_PLACEHOLDER: DownstreamCall = DownstreamCall {
+    service: 0,
+    parent: Key {
+        slot: u32::MAX,
+        generation: 0,
+    },
+    number: 0,
+    target: 0,
+    logical: Key {
+        slot: u32::MAX,
+        generation: 0,
+    },
+};

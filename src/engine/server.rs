@@ -1,0 +1,353 @@
+//! Requests at services: a request reaches its service, is admitted, queued or refused, is
+//! worked on, makes the service's downstream calls, and is answered. The decisions are the
+//! [`Service`]'s own; this is where they meet the requests' records and the network.
+
+use super::{DownstreamCall, Engine, Event, Observer, Reply, Stage};
+use crate::idempotency::{KeyState, KeyVerdict};
+use crate::model::ServiceId;
+use crate::scenario::InFlightRepeat;
+use crate::service::{Admission, Refusal, Service};
+use crate::slab::Key;
+
+impl<'a, O: Observer> Engine<'a, O> {
+    #[inline]
+    fn service(&mut self, service: ServiceId) -> &mut Service<'a> {
+        &mut self.services[usize::from(service)]
+    }
+
+    #[inline]
+    pub(super) fn reach(&mut self, key: Key) {
+        let now = self.now;
+        let attempt = self
+            .attempts
+            .get(key)
+            .expect("a travelling attempt is live");
+        let (operation, status_check, id) =
+            (attempt.operation, attempt.status_check, attempt.service);
+        let service = self.service(id);
+        service.counts(now).received += 1;
+        match service.refusal() {
+            None => {}
+            Some(Refusal::Reject) => {
+                service.counts(now).rejected_outage += 1;
+                let retry_after = service.model.retry_after;
+                return self.reply(key, Reply::Overloaded { retry_after });
+            }
+            Some(Refusal::Reset) => {
+                service.counts(now).rejected_outage += 1;
+                return self.reply(key, Reply::Reset);
+            }
+            Some(Refusal::Blackhole) => return self.drop_request(key),
+        }
+        let (operation_key, operation) = (
+            operation,
+            self.operations.get(operation).expect("live operation"),
+        );
+        let (client, logical) = (operation.client, self.logical(operation_key, operation));
+        let keyed = self.model.users.endpoints[usize::from(operation.endpoint)].idempotency_key;
+        let service = &mut self.services[usize::from(id)];
+        if let Err(retry_after) = service.rate_limit(now, client) {
+            service.counts(now).rate_limited += 1;
+            return self.reply(key, Reply::RateLimited { retry_after });
+        }
+        if let Some(status) = service.injected_error() {
+            service.counts(now).errors += 1;
+            return self.reply(key, Reply::Error(status));
+        }
+        if !status_check && keyed {
+            match service.judge_key(now, logical) {
+                KeyVerdict::Process => {}
+                KeyVerdict::Replay => {
+                    service.counts(now).replayed += 1;
+                    return self.reply(key, Reply::Ok);
+                }
+                KeyVerdict::InFlight => match service.model.idempotency_in_flight {
+                    InFlightRepeat::Reject => {
+                        service.counts(now).conflicts += 1;
+                        return self.reply(key, Reply::Conflict);
+                    }
+                    InFlightRepeat::Wait => {
+                        service.wait_on_key(logical, key);
+                        self.attempts.get_mut(key).expect("live attempt").stage = Stage::Waiting;
+                        return;
+                    }
+                },
+            }
+        }
+        self.admit(key);
+    }
+
+    /// A free worker, else the queue, else an overload rejection.
+    #[inline]
+    fn admit(&mut self, key: Key) {
+        let attempt = self.attempts.get(key).expect("live attempt");
+        let (operation, status_check, id) =
+            (attempt.operation, attempt.status_check, attempt.service);
+        let now = self.now;
+        let admission = self.service(id).admission(now);
+        if admission == Admission::Refuse {
+            self.abandon_key(key);
+            let retry_after = self.model.services[usize::from(id)].retry_after;
+            return self.reply(key, Reply::Overloaded { retry_after });
+        }
+        if !status_check {
+            self.operations
+                .get_mut(operation)
+                .expect("live operation")
+                .in_service += 1;
+        }
+        if admission == Admission::Serve {
+            self.start_work(key);
+        } else {
+            self.attempts.get_mut(key).expect("live attempt").stage = Stage::Queued;
+            self.service(id).enqueue(key);
+        }
+    }
+
+    #[inline]
+    fn start_work(&mut self, key: Key) {
+        let now = self.now;
+        let attempt = self.attempts.get_mut(key).expect("live attempt");
+        attempt.stage = Stage::InService { start: now };
+        let id = attempt.service;
+        let done = self.service(id).begin_work(now);
+        self.events.push(done, Event::WorkDone(key));
+    }
+
+    /// A worker finished its own work on a request: it answers, or, for a service that calls
+    /// others, makes the first call (status checks are answered at once).
+    #[inline]
+    pub(super) fn work_done(&mut self, key: Key) {
+        let Some(attempt) = self.attempts.get(key) else {
+            return;
+        };
+        if !matches!(attempt.stage, Stage::InService { .. }) {
+            return; // reset by a crash while in service
+        }
+        let id = attempt.service;
+        if !attempt.status_check && !self.model.services[usize::from(id)].calls.is_empty() {
+            return self.start_call(id, key, 0);
+        }
+        self.complete(key);
+    }
+
+    /// A downstream call ended: the worker that made it makes the next call, or answers.
+    /// Nothing happens if its request was reset by a crash meanwhile.
+    pub(super) fn call_returned(&mut self, call: DownstreamCall, succeeded: bool) {
+        let Some(attempt) = self.attempts.get(call.parent) else {
+            return;
+        };
+        if !matches!(attempt.stage, Stage::InService { .. }) {
+            return;
+        }
+        let calls = self.model.services[usize::from(call.service)].calls.len();
+        if succeeded && usize::from(call.number) + 1 < calls {
+            self.start_call(call.service, call.parent, call.number + 1);
+        } else if succeeded {
+            self.complete(call.parent);
+        } else {
+            self.fail_request(call.parent);
+        }
+    }
+
+    /// The worker lets go of `key`, counting its time as wasted if the caller has gone;
+    /// returns the service, the request's operation and whether it is a status check.
+    #[inline]
+    fn end_work(&mut self, key: Key) -> (ServiceId, Key, bool) {
+        let attempt = self.attempts.get(key).expect("live attempt");
+        let Stage::InService { start } = attempt.stage else {
+            unreachable!("a worker holds the request it ends");
+        };
+        let (id, client_waiting, now) = (attempt.service, attempt.client_waiting, self.now);
+        let request = (id, attempt.operation, attempt.status_check);
+        let service = self.service(id);
+        service.release_worker();
+        if !client_waiting {
+            service.counts(now).wasted_work_us += now - start;
+        }
+        request
+    }
+
+    /// The worker is done with a request (and its calls, if any): it commits a write where the
+    /// data lives, stores the key's result, answers, and takes the next request.
+    #[inline]
+    fn complete(&mut self, key: Key) {
+        let (id, operation_key, status_check) = self.end_work(key);
+        let now = self.now;
+        self.service(id).counts(now).served += 1;
+        let operation = self.operations.get(operation_key).expect("live operation");
+        let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
+        let reply = if status_check {
+            let pending = operation.in_service > 0;
+            let writes = self.operations.get(logical).expect("live operation").writes;
+            if writes > 0 {
+                Reply::Committed
+            } else if pending || self.service(id).key_state(logical) == KeyState::InFlight {
+                Reply::StillPending
+            } else {
+                Reply::NotFound
+            }
+        } else {
+            self.operations
+                .get_mut(operation_key)
+                .expect("live operation")
+                .in_service -= 1;
+            let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
+            if !endpoint.idempotent_method && self.model.services[usize::from(id)].calls.is_empty()
+            {
+                self.operations
+                    .get_mut(logical)
+                    .expect("live operation")
+                    .writes += 1;
+                if self.service(id).commit_write(now, logical) {
+                    self.recorder.at(now).duplicate_writes += 1;
+                }
+            }
+            if endpoint.idempotency_key {
+                for waiter in self.service(id).complete_key(now, logical) {
+                    self.service(id).counts(now).replayed += 1;
+                    self.reply(waiter, Reply::Ok);
+                }
+            }
+            Reply::Ok
+        };
+        self.reply(key, reply);
+        self.dispatch(id);
+    }
+
+    /// A downstream call failed for good: the service answers its failure status.
+    fn fail_request(&mut self, key: Key) {
+        let (id, _, _) = self.end_work(key);
+        let now = self.now;
+        self.service(id).counts(now).downstream_failures += 1;
+        self.leave_service(key);
+        let status = self.model.services[usize::from(id)].failure_status;
+        self.reply(key, Reply::Error(status));
+        self.dispatch(id);
+    }
+
+    /// Starts queued requests while workers are free.
+    #[inline]
+    fn dispatch(&mut self, id: ServiceId) {
+        while let Some(key) = self.service(id).next_queued() {
+            let attempt = self.attempts.get(key).expect("queued attempts are live");
+            if self.model.services[usize::from(id)].drop_expired && self.now >= attempt.gives_up {
+                let now = self.now;
+                self.service(id).counts(now).dropped_expired += 1;
+                self.leave_service(key);
+                self.drop_request(key);
+            } else {
+                self.start_work(key);
+            }
+        }
+    }
+
+    /// A request leaves the queue or a worker without being served.
+    fn leave_service(&mut self, key: Key) {
+        let attempt = self.attempts.get(key).expect("live attempt");
+        if !attempt.status_check {
+            let operation = attempt.operation;
+            self.operations
+                .get_mut(operation)
+                .expect("live operation")
+                .in_service -= 1;
+        }
+        self.abandon_key(key);
+    }
+
+    /// The request holding its operation's key in flight will not complete: the service
+    /// forgets the key and the repeats that waited for it try again.
+    fn abandon_key(&mut self, key: Key) {
+        let attempt = self.attempts.get(key).expect("live attempt");
+        if attempt.status_check {
+            return;
+        }
+        let (id, operation_key) = (attempt.service, attempt.operation);
+        let operation = self.operations.get(operation_key).expect("live operation");
+        if !self.model.users.endpoints[usize::from(operation.endpoint)].idempotency_key {
+            return;
+        }
+        let logical = self.logical(operation_key, operation);
+        for waiter in self.service(id).abandon_key(logical) {
+            self.reach_again(waiter);
+        }
+    }
+
+    /// A repeat that waited on a key whose holder was abandoned is judged afresh.
+    fn reach_again(&mut self, key: Key) {
+        let attempt = self.attempts.get(key).expect("waiting attempts are live");
+        let (id, operation_key) = (attempt.service, attempt.operation);
+        let operation = self.operations.get(operation_key).expect("live operation");
+        let logical = self.logical(operation_key, operation);
+        let service = self.service(id);
+        if service.key_state(logical) == KeyState::InFlight {
+            service.wait_on_key(logical, key);
+        } else {
+            service.claim_key(logical);
+            self.admit(key);
+        }
+    }
+
+    /// The service lets go of a request without answering.
+    fn drop_request(&mut self, key: Key) {
+        self.attempts
+            .get_mut(key)
+            .expect("live attempt")
+            .server_holds = false;
+        self.release_attempt(key);
+    }
+
+    /// The service answers; the network may lose the answer.
+    fn reply(&mut self, key: Key, reply: Reply) {
+        let attempt = self.attempts.get_mut(key).expect("live attempt");
+        attempt.reply = reply;
+        attempt.stage = Stage::Responding;
+        if self.network.chance(self.model.network.response_loss.get()) {
+            return self.drop_request(key);
+        }
+        let arrives = self.now + self.model.network.latency.sample(&mut self.network);
+        self.events.push(arrives, Event::Response(key));
+    }
+
+    pub(super) fn capacity_change(&mut self, id: ServiceId) {
+        let now = self.now;
+        let (crashed, next) = self.service(id).update_capacity(now);
+        if crashed {
+            self.crash(id);
+        }
+        if let Some(next) = next {
+            self.events.push(next, Event::Capacity(id));
+        }
+        self.dispatch(id);
+    }
+
+    /// Every queued and in-service request is reset at once, and so is every repeat waiting
+    /// on an idempotency key. Downstream calls of reset requests run on; their answers find no
+    /// one waiting.
+    fn crash(&mut self, id: ServiceId) {
+        let now = self.now;
+        let (waiters, mut victims) = self.service(id).take_all_waiting();
+        for key in waiters {
+            self.service(id).counts(now).resets += 1;
+            self.reply(key, Reply::Reset);
+        }
+        let in_service = |attempts: &crate::slab::Slab<super::Attempt>, key: Key| {
+            attempts.get(key).is_some_and(|attempt| {
+                attempt.service == id && matches!(attempt.stage, Stage::InService { .. })
+            })
+        };
+        victims.extend(
+            self.attempts
+                .keys()
+                .filter(|&key| in_service(&self.attempts, key)),
+        );
+        for key in victims {
+            if in_service(&self.attempts, key) {
+                self.service(id).release_worker();
+            }
+            self.service(id).counts(now).resets += 1;
+            self.leave_service(key);
+            self.reply(key, Reply::Reset);
+        }
+    }
+}

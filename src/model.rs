@@ -1,0 +1,378 @@
+//! The validated model one simulation runs: no spans, no names to look up, no defaults left.
+//!
+//! A [`Scenario`] is what the file says, with the spans its errors need. The engine wants
+//! something else on its hot path: durations in [`Micros`], statuses as `u16`, probabilities
+//! as checked numbers, service names resolved to indices, curves built once, and every
+//! per-policy choice (the policy's overrides of the topology, its idempotency-key and deadline
+//! settings) already applied. [`Model::new`] builds that, once per simulated policy, from a
+//! validated scenario; nothing downstream of it reads the scenario types.
+
+use crate::backoff::Jitter;
+use crate::capacity::CapacityCurve;
+use crate::decision::is_idempotent_method;
+use crate::distribution::Distribution;
+use crate::metrics::RecoveryWindow;
+use crate::retry_after::RetryAfterMode;
+use crate::scenario::{
+    CallDeadline, CallRetry, InFlightRepeat, Outage, Policy, RateLimitScope, Scenario, Service,
+    Start, Workload,
+};
+use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::values::Probability;
+
+/// A service's position in [`Model::services`].
+pub type ServiceId = u16;
+
+/// Everything one simulation of one policy needs.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// Seed of every random stream.
+    pub seed: u64,
+    /// Operations start until this time.
+    pub duration: Micros,
+    /// Width of a time-series bucket.
+    pub bucket: Micros,
+    /// The user clients.
+    pub users: Users,
+    /// Latency and loss of every message, between clients and services and between services.
+    pub network: Network,
+    /// The services, as the policy sees them (its overrides applied).
+    pub services: Vec<ServiceModel>,
+    /// The service the users call.
+    pub entry: ServiceId,
+}
+
+/// The user clients: who starts operations, what they call, and how they retry.
+#[derive(Debug, Clone)]
+pub struct Users {
+    /// Number of clients.
+    pub count: u64,
+    /// How operations start.
+    pub workload: Arrivals,
+    /// The endpoints, with cumulative weights for drawing one.
+    pub endpoints: Vec<Endpoint>,
+    /// The policy under test.
+    pub policy: CallerPolicy,
+}
+
+/// How operations start.
+#[derive(Debug, Clone)]
+pub enum Arrivals {
+    /// A Poisson process of `count * rate` per second, shaped by an optional load curve.
+    Open {
+        /// Mean time between arrivals at a load factor of 1, in microseconds.
+        mean_gap_us: f64,
+        /// The load curve, if the rate changes over time; arrivals are thinned to it.
+        load: Option<CapacityCurve>,
+        /// The curve's highest factor (1 without a curve).
+        load_peak: f64,
+    },
+    /// One operation at a time per client.
+    Closed {
+        /// Mean think time between operations, in microseconds.
+        think_mean_us: f64,
+        /// Every client starts at time zero (else after a think time).
+        together: bool,
+    },
+}
+
+/// An endpoint, with what the engine needs of it precomputed.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Sum of the weights of this endpoint and those before it.
+    pub cumulative_weight: f64,
+    /// The method is idempotent (RFC 9110).
+    pub idempotent_method: bool,
+    /// Requests carry an idempotency key.
+    pub idempotency_key: bool,
+    /// The caller can ask a status endpoint after a failure without a response.
+    pub status_endpoint: bool,
+}
+
+/// How a caller (the user clients, or a service calling the next one) retries.
+#[derive(Debug, Clone)]
+pub struct CallerPolicy {
+    /// Base delay, ms, as the decision takes it.
+    pub base_ms: f64,
+    /// Cap of the exponential backoff, ms.
+    pub cap_ms: f64,
+    /// Retries allowed after the first attempt; 0 means the caller never retries.
+    pub max_attempts: u32,
+    /// How the backoff is spread.
+    pub jitter: Jitter,
+    /// How Retry-After is treated.
+    pub retry_after: RetryAfterMode,
+    /// Repeat non-repeatable requests anyway.
+    pub unsafe_retries: bool,
+    /// Timeout of one attempt.
+    pub attempt_timeout: Micros,
+    /// The budget of a whole call.
+    pub deadline: Deadline,
+}
+
+/// The budget of a call, from its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Deadline {
+    /// A fixed budget.
+    Budget(Micros),
+    /// The time the caller of the request being served has left (services only).
+    Propagate,
+    /// No deadline: only the retry budget ends the call.
+    Unbounded,
+}
+
+/// The network between every pair of parties.
+#[derive(Debug, Clone)]
+pub struct Network {
+    /// One-way latency of every message.
+    pub latency: Distribution,
+    /// Probability that a request is lost on its way.
+    pub request_loss: Probability,
+    /// Probability that a response is lost on its way back.
+    pub response_loss: Probability,
+}
+
+/// One service: its workers, queue, capacity, limits and what it calls.
+#[derive(Debug, Clone)]
+pub struct ServiceModel {
+    /// Its name (`upstream` for the `[upstream]` table).
+    pub name: String,
+    /// Workers at full capacity.
+    pub workers: u64,
+    /// Time a worker spends on a request, before any downstream call.
+    pub service_time: Distribution,
+    /// Requests that may wait for a worker.
+    pub queue_limit: u64,
+    /// Status of an overload rejection.
+    pub overload_status: u16,
+    /// Retry-After sent with overload rejections.
+    pub retry_after: Option<Micros>,
+    /// A token bucket in front of the service.
+    pub rate_limit: Option<RateLimit>,
+    /// Load-independent errors.
+    pub errors: Option<Errors>,
+    /// Workers available over time.
+    pub capacity: CapacityCurve,
+    /// What happens while capacity is zero.
+    pub outage: Outage,
+    /// Drop queued requests whose caller has given up.
+    pub drop_expired: bool,
+    /// How long a completed idempotency key is remembered.
+    pub idempotency_ttl: Micros,
+    /// What a repeat of an in-flight key gets.
+    pub idempotency_in_flight: InFlightRepeat,
+    /// The services called, in order, for every request served.
+    pub calls: Vec<ServiceId>,
+    /// The retry policy toward the services called (`None` for a leaf).
+    pub downstream: Option<CallerPolicy>,
+    /// The status answered when a downstream call fails for good.
+    pub failure_status: u16,
+}
+
+/// A token bucket's settings.
+#[derive(Debug, Clone)]
+pub struct RateLimit {
+    /// Tokens per second.
+    pub rate: f64,
+    /// Bucket size.
+    pub burst: f64,
+    /// One bucket per user client (else one for all).
+    pub per_client: bool,
+    /// Retry-After is rounded up to a multiple of this.
+    pub retry_after_granularity: Micros,
+}
+
+/// Load-independent errors.
+#[derive(Debug, Clone, Copy)]
+pub struct Errors {
+    /// Probability that a request fails at once.
+    pub rate: Probability,
+    /// The status of such a failure.
+    pub status: u16,
+}
+
+impl Model {
+    /// The model of `scenario` (validated) as `policy`, one of its policies, simulates it.
+    pub fn new(scenario: &Scenario, policy: &Policy) -> Model {
+        let topology = scenario.for_policy(policy);
+        let clients = &scenario.clients;
+        let count = clients.count.get_ref().get();
+        let mut cumulative_weight = 0.0;
+        let endpoints = clients
+            .operations
+            .iter()
+            .map(|operation| {
+                cumulative_weight += *operation.weight.get_ref();
+                Endpoint {
+                    cumulative_weight,
+                    idempotent_method: is_idempotent_method(&operation.method),
+                    idempotency_key: policy.idempotency_key.unwrap_or(operation.idempotency_key),
+                    status_endpoint: policy.status_endpoint.unwrap_or(operation.status_endpoint),
+                }
+            })
+            .collect();
+        let workload = match clients.workload.get_ref() {
+            Workload::Open => {
+                let total_rate = clients.rate.map_or(0.0, |rate| rate.get() * count as f64);
+                let load = CapacityCurve::new(1, &clients.load);
+                Arrivals::Open {
+                    mean_gap_us: if total_rate > 0.0 {
+                        MICROS_PER_SECOND as f64 / total_rate
+                    } else {
+                        f64::INFINITY
+                    },
+                    load_peak: load.peak_factor(),
+                    load: (!clients.load.is_empty()).then_some(load),
+                }
+            }
+            Workload::Closed => Arrivals::Closed {
+                think_mean_us: clients
+                    .think_time
+                    .map_or(0.0, |think| think.micros() as f64),
+                together: clients.start == Start::Together,
+            },
+        };
+        let users = Users {
+            count,
+            workload,
+            endpoints,
+            policy: CallerPolicy {
+                base_ms: policy.base.as_ms_f64(),
+                cap_ms: policy.cap.get_ref().as_ms_f64(),
+                max_attempts: policy.max_attempts.get() as u32,
+                jitter: policy.jitter,
+                retry_after: policy.retry_after,
+                unsafe_retries: policy.unsafe_retries,
+                attempt_timeout: clients.attempt_timeout.micros(),
+                deadline: if policy.ignore_deadline {
+                    Deadline::Unbounded
+                } else {
+                    Deadline::Budget(clients.deadline.micros())
+                },
+            },
+        };
+        let services = topology.services();
+        let index_of = |name: &str| -> ServiceId {
+            services
+                .iter()
+                .position(|service| service.name() == name)
+                .expect("validated: calls name services") as ServiceId
+        };
+        let services = services
+            .iter()
+            .map(|service| {
+                let mut model = ServiceModel::new(service, &index_of);
+                if let Some(ttl) = policy.idempotency_ttl {
+                    model.idempotency_ttl = ttl.micros();
+                }
+                model
+            })
+            .collect();
+        Model {
+            seed: scenario.seed,
+            duration: scenario.duration.get_ref().micros(),
+            bucket: scenario.bucket.get_ref().micros(),
+            users,
+            network: Network {
+                latency: scenario.network.latency,
+                request_loss: scenario.network.request_loss,
+                response_loss: scenario.network.response_loss,
+            },
+            services,
+            entry: topology.entry() as ServiceId,
+        }
+    }
+
+    /// The service the users call.
+    pub fn entry_service(&self) -> &ServiceModel {
+        &self.services[usize::from(self.entry)]
+    }
+
+    /// The window recovery is measured in: from the end of the incident (the latest time a
+    /// capacity curve or the load curve returns to its starting level) to the end of arrivals.
+    pub fn recovery_window(&self) -> RecoveryWindow {
+        let load = match &self.users.workload {
+            Arrivals::Open {
+                load: Some(load), ..
+            } => load.incident_end(),
+            _ => 0,
+        };
+        let capacity = self
+            .services
+            .iter()
+            .map(|service| service.capacity.incident_end())
+            .max()
+            .unwrap_or(0);
+        RecoveryWindow {
+            incident_end: capacity.max(load),
+            duration: self.duration,
+        }
+    }
+}
+
+impl ServiceModel {
+    fn new(service: &Service, index_of: &impl Fn(&str) -> ServiceId) -> ServiceModel {
+        ServiceModel {
+            name: service.name().to_string(),
+            workers: service.workers.get(),
+            service_time: service.service_time,
+            queue_limit: service.queue_limit.get(),
+            overload_status: service.overload_status.get() as u16,
+            retry_after: service.retry_after.map(|after| after.micros()),
+            rate_limit: service.rate_limit.as_ref().map(|limit| {
+                let rate = limit.rate.get();
+                RateLimit {
+                    rate,
+                    burst: limit.burst.map_or(rate.max(1.0), |burst| burst.get()),
+                    per_client: limit.scope == RateLimitScope::Client,
+                    retry_after_granularity: limit.retry_after_granularity.get_ref().micros(),
+                }
+            }),
+            errors: service.errors.as_ref().map(|errors| Errors {
+                rate: errors.rate,
+                status: errors.status.get() as u16,
+            }),
+            capacity: CapacityCurve::new(service.workers.get(), &service.capacity),
+            outage: service.outage,
+            drop_expired: service.drop_expired,
+            idempotency_ttl: service.idempotency_ttl.micros(),
+            idempotency_in_flight: service.idempotency_in_flight,
+            calls: service
+                .calls
+                .iter()
+                .map(|call| index_of(call.get_ref()))
+                .collect(),
+            downstream: service
+                .retry
+                .as_ref()
+                .map(|retry| CallerPolicy::downstream(retry.get_ref())),
+            failure_status: service
+                .failure_status
+                .as_ref()
+                .map_or(503, |status| status.get_ref().get() as u16),
+        }
+    }
+
+    /// Mean service time in microseconds, to turn workers into requests per second.
+    pub fn mean_service_us(&self) -> f64 {
+        self.service_time.mean_micros()
+    }
+}
+
+impl CallerPolicy {
+    fn downstream(retry: &CallRetry) -> CallerPolicy {
+        CallerPolicy {
+            base_ms: retry.base.as_ms_f64(),
+            cap_ms: retry.cap.get_ref().as_ms_f64(),
+            max_attempts: retry.max_attempts.get() as u32,
+            jitter: retry.jitter,
+            retry_after: retry.retry_after,
+            unsafe_retries: retry.unsafe_retries,
+            attempt_timeout: retry.attempt_timeout.micros(),
+            deadline: match retry.deadline {
+                CallDeadline::Propagate => Deadline::Propagate,
+                CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
+            },
+        }
+    }
+}

@@ -1,0 +1,222 @@
+//! What happened to an attempt and to an operation, as closed enums with one name table each.
+//!
+//! The engine records these values, the metrics count them by index, and the writers print
+//! their names; no reason or outcome is ever found by comparing strings. The names are the
+//! output format's contract (`trace.csv`, the `failed_<reason>` columns of `timeseries.csv`,
+//! the `failures` object of `summary.json`): extend, don't rename.
+
+use std::fmt;
+
+use crate::decision::StopReason;
+
+/// Why an operation ended without success: the retry decision's reasons, in the order of its
+/// checks, then a status check that could not say what happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FailureReason {
+    /// Not repeatable, and the attempt failed: the write may or may not have happened.
+    UnknownResult,
+    /// The answer said repeating cannot help.
+    NotTransient,
+    /// The decision's attempt count was not usable.
+    InvalidAttempt,
+    /// The retry budget was spent.
+    MaxAttempts,
+    /// A time, the base, the cap or the random unit was not usable.
+    InvalidDelay,
+    /// The Retry-After was not usable.
+    InvalidRetryAfter,
+    /// No time was left for another attempt.
+    DeadlineExhausted,
+    /// The client asked the status endpoint and stopped before it could say whether the write
+    /// happened: the outcome is unknown.
+    StatusUnknown,
+}
+
+impl FailureReason {
+    /// Every reason, in the order of the columns that count them.
+    pub const ALL: [FailureReason; 8] = [
+        FailureReason::UnknownResult,
+        FailureReason::NotTransient,
+        FailureReason::InvalidAttempt,
+        FailureReason::MaxAttempts,
+        FailureReason::InvalidDelay,
+        FailureReason::InvalidRetryAfter,
+        FailureReason::DeadlineExhausted,
+        FailureReason::StatusUnknown,
+    ];
+
+    /// The reason's name: the article's for the decision's reasons.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailureReason::StatusUnknown => "status-unknown",
+            decided => decided
+                .stop_reason()
+                .expect("every other reason is the decision's")
+                .name(),
+        }
+    }
+
+    /// The decision's reason this is, if it is one.
+    fn stop_reason(self) -> Option<StopReason> {
+        Some(match self {
+            FailureReason::UnknownResult => StopReason::UnknownResult,
+            FailureReason::NotTransient => StopReason::NotTransient,
+            FailureReason::InvalidAttempt => StopReason::InvalidAttempt,
+            FailureReason::MaxAttempts => StopReason::MaxAttempts,
+            FailureReason::InvalidDelay => StopReason::InvalidDelay,
+            FailureReason::InvalidRetryAfter => StopReason::InvalidRetryAfter,
+            FailureReason::DeadlineExhausted => StopReason::DeadlineExhausted,
+            FailureReason::StatusUnknown => return None,
+        })
+    }
+
+    /// The position of this reason in [`FailureReason::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether an operation that ended for this reason has an unknown outcome.
+    pub fn is_unknown_outcome(self) -> bool {
+        matches!(
+            self,
+            FailureReason::UnknownResult | FailureReason::StatusUnknown
+        )
+    }
+}
+
+impl From<StopReason> for FailureReason {
+    fn from(reason: StopReason) -> Self {
+        match reason {
+            StopReason::UnknownResult => FailureReason::UnknownResult,
+            StopReason::NotTransient => FailureReason::NotTransient,
+            StopReason::InvalidAttempt => FailureReason::InvalidAttempt,
+            StopReason::MaxAttempts => FailureReason::MaxAttempts,
+            StopReason::InvalidDelay => FailureReason::InvalidDelay,
+            StopReason::InvalidRetryAfter => FailureReason::InvalidRetryAfter,
+            StopReason::DeadlineExhausted => FailureReason::DeadlineExhausted,
+        }
+    }
+}
+
+impl fmt::Display for FailureReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a client learned from one attempt (or status check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptOutcome {
+    /// A success.
+    Ok,
+    /// Refused: 429 from a rate limiter, or an overload status.
+    Rejected,
+    /// 409: a request with the same idempotency key is still in flight.
+    Conflict,
+    /// An error status: an injected error, or a downstream call that failed for good.
+    Error,
+    /// The connection was reset or refused.
+    Reset,
+    /// The client stopped waiting.
+    Timeout,
+    /// Status check: the write happened.
+    Committed,
+    /// Status check: the write never happened.
+    NotFound,
+    /// Status check: the request is still being processed.
+    Pending,
+}
+
+impl AttemptOutcome {
+    /// The name `trace.csv` prints.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttemptOutcome::Ok => "ok",
+            AttemptOutcome::Rejected => "rejected",
+            AttemptOutcome::Conflict => "conflict",
+            AttemptOutcome::Error => "error",
+            AttemptOutcome::Reset => "reset",
+            AttemptOutcome::Timeout => "timeout",
+            AttemptOutcome::Committed => "committed",
+            AttemptOutcome::NotFound => "not-found",
+            AttemptOutcome::Pending => "pending",
+        }
+    }
+}
+
+impl fmt::Display for AttemptOutcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the client did after an attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextStep {
+    /// The operation succeeded.
+    Success,
+    /// It sends another attempt (or status check) after a delay.
+    Retry,
+    /// It asks the status endpoint what happened.
+    StatusCheck,
+    /// It stopped without success.
+    Stop(FailureReason),
+}
+
+impl NextStep {
+    /// The name `trace.csv` prints: `success`, `retry`, `status-check`, or the failure reason.
+    pub fn name(self) -> &'static str {
+        match self {
+            NextStep::Success => "success",
+            NextStep::Retry => "retry",
+            NextStep::StatusCheck => "status-check",
+            NextStep::Stop(reason) => reason.name(),
+        }
+    }
+}
+
+impl fmt::Display for NextStep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn failure_reasons_are_the_decisions_then_status_unknown() {
+        for (index, reason) in FailureReason::ALL.iter().enumerate() {
+            assert_eq!(reason.index(), index);
+        }
+        let decision: Vec<FailureReason> = StopReason::ALL
+            .iter()
+            .map(|&reason| FailureReason::from(reason))
+            .collect();
+        assert_eq!(&FailureReason::ALL[..7], &decision[..]);
+        for reason in StopReason::ALL {
+            assert_eq!(FailureReason::from(reason).name(), reason.name());
+        }
+        assert_eq!(FailureReason::StatusUnknown.name(), "status-unknown");
+        let unknown: Vec<FailureReason> = FailureReason::ALL
+            .into_iter()
+            .filter(|reason| reason.is_unknown_outcome())
+            .collect();
+        assert_eq!(
+            unknown,
+            [FailureReason::UnknownResult, FailureReason::StatusUnknown]
+        );
+    }
+
+    #[test]
+    fn next_steps_name_themselves_or_their_reason() {
+        assert_eq!(NextStep::Success.name(), "success");
+        assert_eq!(NextStep::StatusCheck.name(), "status-check");
+        assert_eq!(
+            NextStep::Stop(FailureReason::MaxAttempts).name(),
+            "max-attempts"
+        );
+        assert_eq!(AttemptOutcome::NotFound.to_string(), "not-found");
+    }
+}
