@@ -24,6 +24,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 
 use crate::capacity::CapacityCurve;
+use crate::model::ServiceModel;
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
@@ -241,7 +242,7 @@ fn draw<DB: DrawingBackend>(
     let result = match chart {
         Chart::Overview => draw_overview(root, data),
         single => {
-            let title = format!("{}: {}", data.scenario, chart_title(single));
+            let title = format!("{}: {}", data.scenario, chart_title(single, data));
             let body = titled(root, &title, 30)?;
             draw_body(&body, single, data, 1.0)
         }
@@ -249,8 +250,9 @@ fn draw<DB: DrawingBackend>(
     result.map_err(chart_error)
 }
 
-fn chart_title(chart: Chart) -> &'static str {
+fn chart_title(chart: Chart, data: &ChartData) -> &'static str {
     match chart {
+        Chart::Load if !data.services.is_empty() => "requests reaching each service",
         Chart::Load => "attempts reaching the upstream",
         Chart::Latency => "latency of successful operations (p50 dashed, p99 solid)",
         Chart::Duplicates => "duplicate writes (solid) and unknown results (dashed), cumulative",
@@ -304,7 +306,7 @@ fn draw_overview<DB: DrawingBackend>(
     for (area, chart) in quarters.iter().zip(charts) {
         let area = area.margin(4, 4, 8, 8);
         area.draw(&Text::new(
-            capitalised(chart_title(chart)),
+            capitalised(chart_title(chart, data)),
             (4, 2),
             (FONT, 20.0).into_font().style(FontStyle::Bold),
         ))?;
@@ -344,6 +346,14 @@ fn draw_body<DB: DrawingBackend>(
     scale: f64,
 ) -> DrawResult<DB> {
     match chart {
+        Chart::Load if !data.services.is_empty() => {
+            let panels = data.service_load_panels();
+            let rows = area.split_evenly((panels.len(), 1));
+            for (row, panel) in rows.iter().zip(&panels) {
+                draw_panel(row, panel, scale)?;
+            }
+            Ok(())
+        }
         Chart::Load => draw_panel(area, &data.load_panel(), scale),
         Chart::Latency => draw_panel(area, &data.latency_panel(), scale),
         Chart::Duplicates => draw_panel(area, &data.duplicates_panel(), scale),
@@ -370,8 +380,12 @@ struct Series {
 /// One plot: axes, shaded incident windows and lines.
 #[derive(Debug, Clone)]
 struct Panel {
-    y_label: &'static str,
+    y_label: String,
     log_y: bool,
+    /// Whether it draws its legend strip (panels stacked under one legend do not).
+    legend: bool,
+    /// Whether it labels its time axis (panels stacked above another do not).
+    time_label: bool,
     series: Vec<Series>,
     /// Time ranges to shade, seconds.
     incidents: Vec<(f64, f64)>,
@@ -382,7 +396,11 @@ fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     scale: f64,
 ) -> DrawResult<DB> {
-    let legend_rows = legend_layout(area, &panel.series, scale);
+    let legend_rows = if panel.legend {
+        legend_layout(area, &panel.series, scale)
+    } else {
+        Vec::new()
+    };
     let row_height = (22.0 * scale) as u32;
     let (legend, plot) = area.split_vertically(row_height * legend_rows.len() as u32 + 6);
     draw_legend(&legend, &panel.series, &legend_rows, scale)?;
@@ -402,8 +420,8 @@ fn draw_panel<DB: DrawingBackend>(
         let mut chart = builder.build_cartesian_2d(0.0..x_end, (low..high).log_scale())?;
         chart
             .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc(panel.y_label)
+            .x_desc(if panel.time_label { "time (s)" } else { "" })
+            .y_desc(panel.y_label.as_str())
             .label_style(axis_font.clone())
             .axis_desc_style(label_font.clone())
             .light_line_style(RGBColor(240, 240, 240))
@@ -421,8 +439,8 @@ fn draw_panel<DB: DrawingBackend>(
         let mut chart = builder.build_cartesian_2d(0.0..x_end, 0.0..high)?;
         chart
             .configure_mesh()
-            .x_desc("time (s)")
-            .y_desc(panel.y_label)
+            .x_desc(if panel.time_label { "time (s)" } else { "" })
+            .y_desc(panel.y_label.as_str())
             .label_style(axis_font)
             .axis_desc_style(label_font)
             .light_line_style(RGBColor(240, 240, 240))
@@ -608,13 +626,19 @@ struct ChartData {
     /// Bucket start times, seconds.
     times: Vec<f64>,
     policies: Vec<PolicyData>,
+    /// The entry service's capacity per bucket, requests per second.
     capacity_rps: Vec<f64>,
+    /// In a topology, every service's name and, for a service that calls nothing, its
+    /// capacity (empty for a single service).
+    services: Vec<(String, Option<Vec<f64>>)>,
     incidents: Vec<(f64, f64)>,
 }
 
 struct PolicyData {
     name: String,
     attempts: Vec<f64>,
+    /// In a topology, the requests sent to each service per bucket.
+    requests: Vec<Vec<f64>>,
     p50_ms: Vec<Option<f64>>,
     p99_ms: Vec<Option<f64>>,
     duplicate_writes: Vec<u64>,
@@ -647,6 +671,21 @@ impl ChartData {
                         .iter()
                         .map(|b| b.attempts as f64)
                         .collect(),
+                    requests: if run.has_topology() {
+                        measurements
+                            .services
+                            .iter()
+                            .map(|service| {
+                                service
+                                    .buckets
+                                    .iter()
+                                    .map(|b| b.requests() as f64)
+                                    .collect()
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
                     p50_ms: measurements
                         .latency
                         .iter()
@@ -672,32 +711,53 @@ impl ChartData {
                 }
             })
             .collect();
-        let entry = run.model.entry_service();
-        let curve = &entry.capacity;
-        let per_worker_rps = if entry.mean_service_us() > 0.0 {
-            MICROS_PER_SECOND as f64 / entry.mean_service_us()
-        } else {
-            0.0
-        };
         // Capacity at the middle of each bucket.
-        let capacity_rps = (0..buckets as u64)
-            .map(|index| curve.available(index * bucket + bucket / 2) as f64 * per_worker_rps)
+        let capacity_rps = |service: &ServiceModel| -> Vec<f64> {
+            let per_worker_rps = if service.mean_service_us() > 0.0 {
+                MICROS_PER_SECOND as f64 / service.mean_service_us()
+            } else {
+                0.0
+            };
+            (0..buckets as u64)
+                .map(|index| {
+                    service.capacity.available(index * bucket + bucket / 2) as f64 * per_worker_rps
+                })
+                .collect()
+        };
+        let end = buckets as u64 * bucket;
+        let mut incidents: Vec<(f64, f64)> = run
+            .model
+            .services
+            .iter()
+            .flat_map(|service| incident_windows(&service.capacity, end))
             .collect();
+        incidents.extend(incident_windows(
+            &CapacityCurve::new(1, &run.scenario.clients.load),
+            end,
+        ));
+        incidents.sort_by(|a, b| a.0.total_cmp(&b.0));
         ChartData {
             scenario: run.scenario.name.to_string(),
             description: run.scenario.description.clone(),
             bucket_s,
             times,
             policies,
-            capacity_rps,
-            incidents: {
-                let end = buckets as u64 * bucket;
-                let load = CapacityCurve::new(1, &run.scenario.clients.load);
-                let mut windows = incident_windows(curve, end);
-                windows.extend(incident_windows(&load, end));
-                windows.sort_by(|a, b| a.0.total_cmp(&b.0));
-                windows
+            capacity_rps: capacity_rps(run.model.entry_service()),
+            services: if run.has_topology() {
+                run.model
+                    .services
+                    .iter()
+                    .map(|service| {
+                        // A calling service's throughput depends on how long its calls take,
+                        // so workers / own service time would overstate it: no line.
+                        let leaf = service.calls.is_empty();
+                        (service.name.clone(), leaf.then(|| capacity_rps(service)))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
             },
+            incidents,
         }
     }
 
@@ -744,11 +804,57 @@ impl ChartData {
             self.capacity_rps.iter().map(|rps| Some(*rps)),
         ));
         Panel {
-            y_label: "attempts per second",
+            y_label: "attempts per second".into(),
             log_y: false,
+            legend: true,
+            time_label: true,
             series,
             incidents: self.incidents.clone(),
         }
+    }
+
+    /// In a topology, one panel per service: the requests its callers sent it per second, per
+    /// policy, with its capacity if it calls nothing. Only the first panel has the legend (the
+    /// colours are the same in all) and only the last the time axis's label.
+    fn service_load_panels(&self) -> Vec<Panel> {
+        let last = self.services.len().saturating_sub(1);
+        self.services
+            .iter()
+            .enumerate()
+            .map(|(service, (name, capacity))| {
+                let mut series: Vec<Series> = self
+                    .policies
+                    .iter()
+                    .enumerate()
+                    .map(|(index, policy)| {
+                        self.series(
+                            policy.name.clone(),
+                            policy_colour(index),
+                            false,
+                            policy.requests[service]
+                                .iter()
+                                .map(|count| Some(count / self.bucket_s)),
+                        )
+                    })
+                    .collect();
+                if let Some(capacity) = capacity {
+                    series.push(self.series(
+                        "capacity".into(),
+                        CAPACITY,
+                        true,
+                        capacity.iter().map(|rps| Some(*rps)),
+                    ));
+                }
+                Panel {
+                    y_label: format!("{name}: requests/s"),
+                    log_y: false,
+                    legend: service == 0,
+                    time_label: service == last,
+                    series,
+                    incidents: self.incidents.clone(),
+                }
+            })
+            .collect()
     }
 
     fn latency_panel(&self) -> Panel {
@@ -769,8 +875,10 @@ impl ChartData {
             ));
         }
         Panel {
-            y_label: "latency (ms, log scale)",
+            y_label: "latency (ms, log scale)".into(),
             log_y: true,
+            legend: true,
+            time_label: true,
             series,
             incidents: self.incidents.clone(),
         }
@@ -803,8 +911,10 @@ impl ChartData {
             ));
         }
         Panel {
-            y_label: "operations (cumulative)",
+            y_label: "operations (cumulative)".into(),
             log_y: false,
+            legend: true,
+            time_label: true,
             series,
             incidents: self.incidents.clone(),
         }
@@ -828,8 +938,10 @@ impl ChartData {
             })
             .collect();
         Panel {
-            y_label: "succeeded per second",
+            y_label: "succeeded per second".into(),
             log_y: false,
+            legend: true,
+            time_label: true,
             series,
             incidents: self.incidents.clone(),
         }
@@ -854,8 +966,10 @@ impl ChartData {
             }
         }
         Panel {
-            y_label: "failed per second",
+            y_label: "failed per second".into(),
             log_y: false,
+            legend: true,
+            time_label: true,
             series,
             incidents: self.incidents.clone(),
         }

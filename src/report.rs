@@ -1,14 +1,19 @@
 //! `report.html`: one self-contained page per run, for reading without a terminal.
 //!
 //! The page holds the scenario's description, what was simulated, the summary table, the four
-//! charts inline as SVG, and what each metric means. It loads nothing from anywhere (no
-//! scripts, no fonts, no stylesheets), so it opens from a file in any browser and can be mailed
-//! or attached to a postmortem as it is.
+//! charts inline as SVG, and what each metric means; for a topology also its diagram
+//! ([`diagram`]) and a table per service. It loads nothing from anywhere (no scripts, no fonts,
+//! no stylesheets), so it opens from a file in any browser and can be mailed or attached to a
+//! postmortem as it is.
+
+mod diagram;
 
 use std::fmt::Write as _;
 
 use crate::charts::{Chart, ChartError, Format, render};
 use crate::run::ScenarioRun;
+
+pub use diagram::topology_svg;
 
 /// What each summary column means, in the order of the table.
 const METRICS: [(&str, &str); 11] = [
@@ -106,21 +111,63 @@ dd {{ margin-left: 1.5em; }}
     );
     let clients = &scenario.clients;
     let upstream = run.model.entry_service();
+    let services = if run.has_topology() {
+        format!(
+            "calling {} of {} services (below)",
+            escape(&upstream.name),
+            run.model.services.len()
+        )
+    } else {
+        format!(
+            r#"upstream of {} workers, service time {}, queue limit {}, outage behaviour "{}""#,
+            upstream.workers,
+            escape(&upstream.service_time.to_string()),
+            upstream.queue_limit,
+            escape(&format!("{:?}", upstream.outage).to_lowercase()),
+        )
+    };
     let _ = writeln!(
         page,
-        r#"<p class="meta">{} clients ({} workload), deadline {}, attempt timeout {}; upstream of {} workers, service time {}, queue limit {}, outage behaviour "{}"; simulated for {} with seed {}, in buckets of {}.</p>"#,
+        r#"<p class="meta">{} clients ({} workload), deadline {}, attempt timeout {}; {services}; simulated for {} with seed {}, in buckets of {}.</p>"#,
         clients.count.get_ref().get(),
         escape(&format!("{:?}", clients.workload.get_ref()).to_lowercase()),
         clients.deadline,
         clients.attempt_timeout,
-        upstream.workers,
-        escape(&upstream.service_time.to_string()),
-        upstream.queue_limit,
-        escape(&format!("{:?}", upstream.outage).to_lowercase()),
         scenario.duration.get_ref(),
         scenario.seed,
         scenario.bucket.get_ref(),
     );
+    if run.has_topology() {
+        let overrides: String = scenario
+            .policy
+            .iter()
+            .filter(|policy| !policy.overrides.is_empty())
+            .map(|policy| {
+                let changes: Vec<String> = policy
+                    .overrides
+                    .entries
+                    .iter()
+                    .map(|(key, value)| {
+                        format!(
+                            "<code>{}</code> = {}",
+                            escape(key),
+                            escape(&value.to_string())
+                        )
+                    })
+                    .collect();
+                format!(
+                    " Policy <b>{}</b> runs with {}.",
+                    escape(policy.name.get_ref()),
+                    changes.join(", ")
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            page,
+            "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most, each attempt's timeout and the call's deadline.{overrides}</figcaption>\n</figure>",
+            topology_svg(&run.model)
+        );
+    }
     page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
     for policy in &run.policies {
         let summary = &policy.summary;
@@ -156,12 +203,18 @@ dd {{ margin-left: 1.5em; }}
             }),
         );
     }
-    page.push_str("</table></div>\n<h2>Charts</h2>\n");
+    page.push_str("</table></div>\n");
+    if run.has_topology() {
+        service_table(&mut page, run);
+    }
+    page.push_str("<h2>Charts</h2>\n");
+    let load_caption = if run.has_topology() {
+        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the capacity of each service that calls nothing (dashed grey; a calling service's throughput depends on how long its calls take). The shaded band is the incident: a capacity or the offered load away from its starting level."
+    } else {
+        "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level."
+    };
     let captions = [
-        (
-            Chart::Load,
-            "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level.",
-        ),
+        (Chart::Load, load_caption),
         (
             Chart::Latency,
             "Latency of the operations that succeeded in each bucket: p99 solid, p50 dashed, log scale.",
@@ -195,6 +248,33 @@ dd {{ margin-left: 1.5em; }}
     }
     page.push_str("</dl>\n<p class=\"meta\">Written by retrystorm. The same scenario and seed give the same page.</p>\n</body>\n</html>\n");
     Ok(page.into_bytes())
+}
+
+/// One row per policy and service: the load its callers put on it per user operation, and
+/// what it did with it.
+fn service_table(page: &mut String, run: &ScenarioRun) {
+    page.push_str("<h2>Services</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>service</th><th>requests per operation</th><th>requests</th><th>retries</th><th>served</th><th>rejected</th><th>timeouts seen by callers</th><th>peak requests/s</th><th>peak queue</th><th>wasted work s</th></tr>\n");
+    for policy in &run.policies {
+        for service in &policy.services {
+            let totals = &service.totals;
+            let _ = writeln!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.1}</td></tr>",
+                escape(&policy.name),
+                escape(&service.name),
+                service.amplification,
+                totals.requests(),
+                totals.retries,
+                totals.served,
+                totals.rejected(),
+                totals.timeouts,
+                service.peak_requests_rps,
+                service.peak_queue_len,
+                service.wasted_work_s,
+            );
+        }
+    }
+    page.push_str("</table></div>\n<p class=\"meta\">Requests per operation is the load on the service per user operation: 1 without retries anywhere; in a chain where every layer retries, the product of the layers' sends.</p>\n");
 }
 
 #[cfg(test)]

@@ -335,6 +335,20 @@ impl SweepSpec {
             &self.overrides(None),
         )
         .map_err(SweepError::Scenario)?;
+        if let Some(tuned) = base
+            .policy
+            .iter()
+            .find(|policy| *policy.name.get_ref() == self.policy)
+            && let Some(axis) = self
+                .axes
+                .iter()
+                .find(|axis| tuned.overrides.entries.contains_key(&axis.key))
+        {
+            return Err(definition(format!(
+                "--grid {}: policy {:?} overrides {} for its own run, so the grid would change nothing; tune another policy, or remove the override",
+                axis.key, self.policy, axis.key
+            )));
+        }
         let points = (0..self.point_count())
             .map(|point| self.scenario_for(point))
             .collect::<Result<Vec<_>, _>>()?;

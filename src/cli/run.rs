@@ -65,7 +65,7 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
     for path in &args.scenarios {
         match load(path, &args.set) {
             Ok(scenario) => println!(
-                "ok: {} ({}, {} polic{})",
+                "ok: {} ({}, {} polic{}{})",
                 path.display(),
                 scenario.name,
                 scenario.policy.len(),
@@ -73,7 +73,8 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
                     "y"
                 } else {
                     "ies"
-                }
+                },
+                calls(&scenario)
             ),
             Err(error) => {
                 eprintln!("retrystorm: {error}");
@@ -82,6 +83,30 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
         }
     }
     Ok(code)
+}
+
+/// A topology's calls, as `; clients -> edge; edge -> api, cache; api -> db`; nothing for a
+/// single service.
+fn calls(scenario: &Scenario) -> String {
+    let services = scenario.services();
+    if services.len() < 2 {
+        return String::new();
+    }
+    let mut calls = vec![format!("clients -> {}", services[scenario.entry()].name())];
+    calls.extend(
+        services
+            .iter()
+            .filter(|service| !service.calls.is_empty())
+            .map(|service| {
+                let callees: Vec<&str> = service
+                    .calls
+                    .iter()
+                    .map(|call| call.get_ref().as_str())
+                    .collect();
+                format!("{} -> {}", service.name(), callees.join(", "))
+            }),
+    );
+    format!("; {}", calls.join("; "))
 }
 
 /// Loads every scenario first (so a typo in the last does not waste the first's run), then

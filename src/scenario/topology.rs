@@ -158,10 +158,14 @@ fn service_names(scenario: &Scenario) -> Result<BTreeMap<&str, usize>, Problem> 
     Ok(names)
 }
 
-/// The index of `name`, or an error at `span` that lists the names and the nearest one.
+/// The index of `name`, or an error at `span` that lists the names (in the file's order) and
+/// the nearest one.
 fn lookup(names: &BTreeMap<&str, usize>, name: &str, span: Range<usize>) -> Result<usize, Problem> {
     names.get(name).copied().ok_or_else(|| {
-        let known: Vec<&str> = names.keys().copied().collect();
+        let mut known: Vec<(&str, usize)> =
+            names.iter().map(|(name, &index)| (*name, index)).collect();
+        known.sort_by_key(|&(_, index)| index);
+        let known: Vec<&str> = known.into_iter().map(|(name, _)| name).collect();
         let hint = did_you_mean(name, known.iter().copied())
             .map(|near| format!(" (did you mean {near:?}?)"))
             .unwrap_or_default();

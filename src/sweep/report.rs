@@ -322,12 +322,29 @@ fn recommendation(prepared: &PreparedSweep, aggregate: &Aggregate) -> Result<Str
     }
     text.push_str("\n\n# Paste into a scenario:\n");
     let scenario = spec.scenario_for(best)?;
-    let snippet = toml::to_string(&PolicySnippet {
-        policy: [&scenario.policy[0]],
-    })
-    .expect("a policy serializes");
+    // Grid keys of the topology go into the policy's overrides, so that the pasted policy runs
+    // against the topology the point ran against.
+    let mut policy = scenario.policy[0].clone();
+    for (axis, value) in spec.axes.iter().zip(spec.point_values(best)) {
+        if axis.key.starts_with("service.") || axis.key.starts_with("upstream.") {
+            policy
+                .overrides
+                .entries
+                .insert(axis.key.clone(), toml_value(value));
+        }
+    }
+    let snippet =
+        toml::to_string(&PolicySnippet { policy: [&policy] }).expect("a policy serializes");
     text.push_str(&snippet);
     Ok(text)
+}
+
+/// A grid value as TOML: itself if it is a TOML value, else a string (as `--set` reads it).
+fn toml_value(text: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("value = {text}"))
+        .ok()
+        .and_then(|mut table| table.remove("value"))
+        .unwrap_or_else(|| toml::Value::String(text.to_string()))
 }
 
 /// When no point meets every requirement: the point with the fewest misses, ties broken by the

@@ -110,18 +110,28 @@ fn one_thread_and_two_threads_write_the_same_files() {
     std::fs::create_dir_all(&root).unwrap();
     let scenario_path = root.join("scenario.toml");
     std::fs::write(&scenario_path, SCENARIO).unwrap();
-    run_binary(&scenario_path, &root.join("one"), "1");
-    run_binary(&scenario_path, &root.join("two"), "2");
-    for file in [
-        "timeseries.csv",
-        "summary.csv",
-        "summary.json",
-        "scenario.toml",
-        "trace.csv",
+    // A topology too: several services, each with its own streams, and downstream calls.
+    let topology = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/retry-layers.toml");
+    for (scenario, name, per_service) in [
+        (scenario_path.as_path(), "determinism", None),
+        (topology.as_path(), "retry-layers", Some("services.csv")),
     ] {
-        let one = std::fs::read(root.join("one/determinism").join(file)).unwrap();
-        let two = std::fs::read(root.join("two/determinism").join(file)).unwrap();
-        assert!(!one.is_empty(), "{file} is empty");
-        assert!(one == two, "{file} differs between 1 and 2 threads");
+        run_binary(scenario, &root.join("one"), "1");
+        run_binary(scenario, &root.join("two"), "2");
+        for file in [
+            "timeseries.csv",
+            "summary.csv",
+            "summary.json",
+            "scenario.toml",
+            "trace.csv",
+        ]
+        .into_iter()
+        .chain(per_service)
+        {
+            let one = std::fs::read(root.join("one").join(name).join(file)).unwrap();
+            let two = std::fs::read(root.join("two").join(name).join(file)).unwrap();
+            assert!(!one.is_empty(), "{name}/{file} is empty");
+            assert!(one == two, "{name}/{file} differs between 1 and 2 threads");
+        }
     }
 }

@@ -15,7 +15,7 @@ fn committed_examples_are_current() {
         })
         .collect();
     scenarios.sort();
-    assert!(scenarios.len() >= 7, "{scenarios:?}");
+    assert!(scenarios.len() >= 8, "{scenarios:?}");
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("examples");
     let _ = std::fs::remove_dir_all(&out);
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
@@ -33,13 +33,26 @@ fn committed_examples_are_current() {
     );
     for scenario in &scenarios {
         let name = scenario.file_stem().unwrap().to_string_lossy();
+        let topology = out.join(&*name).join("services.csv").exists();
+        assert_eq!(
+            topology,
+            root.join("output")
+                .join(&*name)
+                .join("services.csv")
+                .exists(),
+            "output/{name}/services.csv is stale"
+        );
+        let per_service = topology.then_some("services.csv");
         for file in [
             "timeseries.csv",
             "summary.csv",
             "summary.json",
             "scenario.toml",
             "report.html",
-        ] {
+        ]
+        .into_iter()
+        .chain(per_service)
+        {
             let fresh = std::fs::read(out.join(&*name).join(file)).unwrap();
             let committed = std::fs::read(root.join("output").join(&*name).join(file))
                 .unwrap_or_else(|_| panic!("output/{name}/{file} is not committed"));

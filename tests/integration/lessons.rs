@@ -180,3 +180,70 @@ fn metastable_immediate_retries_sustain_an_overload_that_no_longer_has_a_cause()
     assert!(recovery <= 10.0, "{recovery}");
     assert!(backoff.success_rate > 0.8, "{}", backoff.success_rate);
 }
+
+/// Operations that succeeded per second over the buckets starting at or after `from_s`, up to
+/// the end of arrivals.
+fn goodput_from(policy: &PolicyRun, from_s: f64, until_s: f64) -> f64 {
+    let bucket_s = policy.measurements.bucket as f64 / MICROS_PER_SECOND as f64;
+    let buckets: Vec<u64> = policy
+        .measurements
+        .buckets
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| {
+            let start = *index as f64 * bucket_s;
+            start >= from_s && start < until_s
+        })
+        .map(|(_, counts)| counts.succeeded)
+        .collect();
+    buckets.iter().sum::<u64>() as f64 / (buckets.len() as f64 * bucket_s)
+}
+
+#[test]
+fn retry_layers_retrying_at_every_layer_multiplies_on_the_database_and_keeps_it_down() {
+    let run = bundled("retry-layers");
+    let every = policy(&run, "every layer retries");
+    let clients = policy(&run, "only the clients retry");
+    let db = |policy: &PolicyRun| {
+        policy
+            .services
+            .iter()
+            .find(|service| service.name == "db")
+            .expect("a db")
+            .amplification
+    };
+    // The clients send an operation at most twice: that bounds the db's load per operation when
+    // no tier retries; three retrying layers multiply it.
+    assert!(db(clients) <= 2.0, "only the clients: {}", db(clients));
+    assert!(
+        db(every) >= 5.0 * db(clients),
+        "db amplification {} against {}",
+        db(every),
+        db(clients)
+    );
+    // The headline numbers agree: success, recovery, and goodput after the brownout (from
+    // t = 35 s, 3 s after capacity is back, to the end of arrivals).
+    assert!(
+        every.summary.success_rate + 0.3 < clients.summary.success_rate,
+        "success {} against {}",
+        every.summary.success_rate,
+        clients.summary.success_rate
+    );
+    assert_eq!(
+        every.summary.recovery_s, None,
+        "every layer stays collapsed"
+    );
+    let recovered = clients
+        .summary
+        .recovery_s
+        .expect("only the clients recovers");
+    assert!(recovered <= 5.0, "recovery {recovered} s");
+    let (after_every, after_clients) = (
+        goodput_from(every, 35.0, 60.0),
+        goodput_from(clients, 35.0, 60.0),
+    );
+    assert!(
+        after_every < 0.1 * after_clients && after_clients > 1400.0,
+        "goodput after the brownout: {after_every}/s against {after_clients}/s"
+    );
+}

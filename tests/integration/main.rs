@@ -13,4 +13,5 @@ mod scenario_errors;
 mod support;
 mod sweep_command;
 mod topologies;
+mod topology_errors;
 mod upstream_behaviours;

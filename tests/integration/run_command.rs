@@ -124,6 +124,93 @@ fn the_bundled_scenario_runs_and_writes_every_file() {
         "{}",
         String::from_utf8_lossy(&check.stderr)
     );
+    // One service: no per-service file.
+    assert!(!folder.join("services.csv").exists());
+}
+
+#[test]
+fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
+    let out = fresh_folder("run-retry-layers");
+    let output = retrystorm(&[
+        "run",
+        "scenarios/retry-layers.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-charts",
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert!(
+        stdout.contains("api amplif.") && stdout.contains("db amplif."),
+        "{stdout}"
+    );
+    let folder = out.join("retry-layers");
+    let services = std::fs::read_to_string(folder.join("services.csv")).unwrap();
+    let header: Vec<&str> = services.lines().next().unwrap().split(',').collect();
+    for column in [
+        "policy",
+        "service",
+        "t_s",
+        "requests",
+        "first_attempts",
+        "retries",
+        "timeouts",
+        "received",
+        "served",
+        "rejected_overload",
+        "downstream_failures",
+        "queue_len",
+        "busy",
+        "capacity_rps",
+        "wasted_work_s",
+    ] {
+        assert!(header.contains(&column), "services.csv lacks {column}");
+    }
+    let timeseries = std::fs::read_to_string(folder.join("timeseries.csv")).unwrap();
+    // Every policy and service has the users' buckets: three services, two policies.
+    assert_eq!(
+        services.lines().count() - 1,
+        3 * (timeseries.lines().count() - 1)
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
+    for policy in json.as_array().unwrap() {
+        let blocks = policy["services"].as_array().unwrap();
+        let names: Vec<&str> = blocks
+            .iter()
+            .map(|b| b["service"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["edge", "api", "db"]);
+        // The entry's amplification is the users'.
+        assert_eq!(blocks[0]["amplification"], policy["amplification"]);
+        assert!(policy.get("upstream").is_none());
+    }
+    let summary = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    assert!(
+        summary
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with("events,amplification_edge,amplification_api,amplification_db")
+    );
+    let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
+    for part in [
+        "<h2>Topology</h2>",
+        "<h2>Services</h2>",
+        ">db<",
+        "only the clients retry",
+    ] {
+        assert!(report.contains(part), "report lacks {part}");
+    }
+    let check = retrystorm(&["check", "scenarios/retry-layers.toml"]);
+    assert_eq!(
+        String::from_utf8_lossy(&check.stdout),
+        "ok: scenarios/retry-layers.toml (retry-layers, 2 policies; clients -> edge; edge -> api; api -> db)\n"
+    );
 }
 
 #[test]

@@ -284,3 +284,68 @@ fn bad_grids_fail_before_anything_runs() {
         String::from_utf8_lossy(&output.stderr).contains("choose the one to tune with --policy")
     );
 }
+
+/// A tier's retry budget is a grid key like any other, named by the service; the recommended
+/// policy carries the point's topology as `overrides`, and a grid over a key the tuned policy
+/// overrides (and so could never change) is refused before anything runs.
+#[test]
+fn a_sweep_tunes_a_tiers_retries() {
+    let out = fresh("sweep-tiers");
+    let output = retrystorm(
+        &[
+            "sweep",
+            "scenarios/retry-layers.toml",
+            "--policy",
+            "every layer retries",
+            "--grid",
+            "service.api.retry.max_attempts=0,3",
+            "--grid",
+            "service.edge.retry.max_attempts=0,3",
+            "--seeds",
+            "1",
+            "--require",
+            "success_rate>=0.7",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "2",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let recommendation =
+        std::fs::read_to_string(out.join("retry-layers-sweep/recommendation.txt")).unwrap();
+    // Only retrying at no tier recovers from the brownout: point 0 (first key slowest).
+    assert!(
+        recommendation.contains("1 of 4 points meet the requirements"),
+        "{recommendation}"
+    );
+    assert!(
+        recommendation.contains(
+            "[policy.overrides]\n\"service.api.retry.max_attempts\" = 0\n\"service.edge.retry.max_attempts\" = 0"
+        ),
+        "{recommendation}"
+    );
+    let refused = retrystorm(
+        &[
+            "sweep",
+            "scenarios/retry-layers.toml",
+            "--policy",
+            "only the clients retry",
+            "--grid",
+            "service.api.retry.max_attempts=0,3",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "2",
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("would change nothing"),
+        "{}",
+        String::from_utf8_lossy(&refused.stderr)
+    );
+}
