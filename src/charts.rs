@@ -373,6 +373,8 @@ struct Series {
     label: String,
     colour: RGBColor,
     dashed: bool,
+    /// A reference line (a capacity), not data: see [`Panel::reference_headroom`].
+    reference: bool,
     /// Points in order of x; `None` breaks the line (no data in that bucket).
     points: Vec<(f64, Option<f64>)>,
 }
@@ -386,6 +388,10 @@ struct Panel {
     legend: bool,
     /// Whether it labels its time axis (panels stacked above another do not).
     time_label: bool,
+    /// If set, reference lines widen the y range to at most this multiple of the data's
+    /// highest point, and are cut off above: a capacity far above the load leaves the load
+    /// readable, and shows where it comes down to meet it.
+    reference_headroom: Option<f64>,
     series: Vec<Series>,
     /// Time ranges to shade, seconds.
     incidents: Vec<(f64, f64)>,
@@ -451,6 +457,22 @@ fn draw_panel<DB: DrawingBackend>(
                 [(*start, 0.0), (*end, high)],
                 INCIDENT.filled(),
             )])?;
+        }
+        if panel.reference_headroom.is_some() {
+            // Reference lines above the range are cut, not drawn along its top edge.
+            let cut: Vec<Series> = panel
+                .series
+                .iter()
+                .map(|line| Series {
+                    points: line
+                        .points
+                        .iter()
+                        .map(|&(x, y)| (x, y.filter(|&y| !line.reference || y <= high)))
+                        .collect(),
+                    ..line.clone()
+                })
+                .collect();
+            return draw_series(&mut chart, &cut, scale);
         }
         draw_series(&mut chart, &panel.series, scale)
     }
@@ -528,7 +550,12 @@ fn legend_layout<DB: DrawingBackend>(
     let start = (LEGEND_LEFT * scale) as u32;
     let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
     let mut used = start;
-    for (index, line) in series.iter().enumerate() {
+    // A series without a label has no entry (stacked panels share one legend).
+    for (index, line) in series
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| !line.label.is_empty())
+    {
         let entry = legend_entry_width(area, &line.label, scale);
         if used + entry > width && !rows.last().expect("never empty").is_empty() {
             rows.push(Vec::new());
@@ -629,7 +656,8 @@ struct ChartData {
     /// The entry service's capacity per bucket, requests per second.
     capacity_rps: Vec<f64>,
     /// In a topology, every service's name and, for a service that calls nothing, its
-    /// capacity (empty for a single service).
+    /// capacity (empty for a single service). A calling service's capacity is measured per
+    /// policy ([`PolicyData::capacity`]).
     services: Vec<(String, Option<Vec<f64>>)>,
     incidents: Vec<(f64, f64)>,
 }
@@ -639,6 +667,9 @@ struct PolicyData {
     attempts: Vec<f64>,
     /// In a topology, the requests sent to each service per bucket.
     requests: Vec<Vec<f64>>,
+    /// In a topology, each calling service's measured capacity per bucket (requests per
+    /// second; `None` for a leaf, whose capacity is the scenario's).
+    capacity: Vec<Option<Vec<Option<f64>>>>,
     p50_ms: Vec<Option<f64>>,
     p99_ms: Vec<Option<f64>>,
     duplicate_writes: Vec<u64>,
@@ -681,6 +712,24 @@ impl ChartData {
                                     .iter()
                                     .map(|b| b.requests() as f64)
                                     .collect()
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    capacity: if run.has_topology() {
+                        measurements
+                            .services
+                            .iter()
+                            .zip(&policy.model.services)
+                            .map(|(service, model)| {
+                                (!model.is_leaf()).then(|| {
+                                    service
+                                        .buckets
+                                        .iter()
+                                        .map(|b| b.capacity_rps(false, model.mean_service_us()))
+                                        .collect()
+                                })
                             })
                             .collect()
                     } else {
@@ -772,6 +821,7 @@ impl ChartData {
             label,
             colour,
             dashed,
+            reference: false,
             points: self.times.iter().copied().zip(values).collect(),
         }
     }
@@ -808,14 +858,17 @@ impl ChartData {
             log_y: false,
             legend: true,
             time_label: true,
+            reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
         }
     }
 
     /// In a topology, one panel per service: the requests its callers sent it per second, per
-    /// policy, with its capacity if it calls nothing. Only the first panel has the legend (the
-    /// colours are the same in all) and only the last the time axis's label.
+    /// policy, with its capacity, dashed: grey for a service that calls nothing, in the
+    /// policy's colour for a calling service, whose capacity each policy's run measured (its
+    /// workers are held for their calls). Only the first panel has the legend (the colours are
+    /// the same in all) and only the last the time axis's label.
     fn service_load_panels(&self) -> Vec<Panel> {
         let last = self.services.len().saturating_sub(1);
         self.services
@@ -837,19 +890,35 @@ impl ChartData {
                         )
                     })
                     .collect();
-                if let Some(capacity) = capacity {
-                    series.push(self.series(
-                        "capacity".into(),
+                for (index, policy) in self.policies.iter().enumerate() {
+                    if let Some(measured) = &policy.capacity[service] {
+                        series.push(Series {
+                            reference: true,
+                            ..self.series(
+                                String::new(),
+                                policy_colour(index),
+                                true,
+                                measured.iter().copied(),
+                            )
+                        });
+                    }
+                }
+                let label = if service == 0 { "capacity" } else { "" };
+                series.push(Series {
+                    reference: true,
+                    ..self.series(
+                        label.into(),
                         CAPACITY,
                         true,
-                        capacity.iter().map(|rps| Some(*rps)),
-                    ));
-                }
+                        capacity.iter().flatten().map(|rps| Some(*rps)),
+                    )
+                });
                 Panel {
                     y_label: format!("{name}: requests/s"),
                     log_y: false,
                     legend: service == 0,
                     time_label: service == last,
+                    reference_headroom: Some(2.0),
                     series,
                     incidents: self.incidents.clone(),
                 }
@@ -879,6 +948,7 @@ impl ChartData {
             log_y: true,
             legend: true,
             time_label: true,
+            reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
         }
@@ -915,6 +985,7 @@ impl ChartData {
             log_y: false,
             legend: true,
             time_label: true,
+            reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
         }
@@ -942,6 +1013,7 @@ impl ChartData {
             log_y: false,
             legend: true,
             time_label: true,
+            reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
         }
@@ -970,6 +1042,7 @@ impl ChartData {
             log_y: false,
             legend: true,
             time_label: true,
+            reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
         }
@@ -990,13 +1063,19 @@ fn dominant_reason(failures: &[[u64; FailureReason::ALL.len()]]) -> usize {
 
 impl Panel {
     fn plot_data(&self) -> PlotData {
-        let values = self
-            .series
-            .iter()
-            .flat_map(|line| line.points.iter().filter_map(|(_, y)| *y));
-        let (max, min_positive) = values.fold((0.0f64, f64::INFINITY), |(max, min), y| {
-            (max.max(y), if y > 0.0 { min.min(y) } else { min })
-        });
+        let extremes = |reference: bool| {
+            self.series
+                .iter()
+                .filter(|line| line.reference == reference || self.reference_headroom.is_none())
+                .flat_map(|line| line.points.iter().filter_map(|(_, y)| *y))
+                .fold((0.0f64, f64::INFINITY), |(max, min), y| {
+                    (max.max(y), if y > 0.0 { min.min(y) } else { min })
+                })
+        };
+        let (mut max, min_positive) = extremes(false);
+        if let Some(headroom) = self.reference_headroom {
+            max = max.max(extremes(true).0.min(headroom * max));
+        }
         let x_end = self
             .series
             .iter()

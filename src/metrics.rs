@@ -98,6 +98,11 @@ pub struct ServiceBucket {
     pub writes: u64,
     /// Worker time spent on requests whose caller had already given up, in microseconds.
     pub wasted_work_us: u64,
+    /// Requests a worker let go of: served, failed downstream, or reset by a crash.
+    pub released: u64,
+    /// How long workers held the requests they let go of, in microseconds (their own work and
+    /// their downstream calls).
+    pub held_us: u64,
     /// Requests waiting in the queue at the end of the bucket.
     pub queue_len: u64,
     /// Workers busy at the end of the bucket (serving, or waiting on a downstream call).
@@ -143,6 +148,28 @@ impl ServiceBucket {
         self.replayed += other.replayed;
         self.writes += other.writes;
         self.wasted_work_us += other.wasted_work_us;
+        self.released += other.released;
+        self.held_us += other.held_us;
+    }
+
+    /// Requests per second the workers available at the bucket's end could serve. For a
+    /// service that calls nothing that is `workers / mean service time`; a calling service's
+    /// workers are also held for their calls, so its capacity is measured: `workers / mean
+    /// time a worker held a request` among those it let go of in the bucket (`None` if it let
+    /// go of none).
+    pub fn capacity_rps(&self, leaf: bool, mean_service_us: f64) -> Option<f64> {
+        let mean_hold_us = if leaf {
+            mean_service_us
+        } else if self.released > 0 {
+            self.held_us as f64 / self.released as f64
+        } else {
+            return None;
+        };
+        Some(if mean_hold_us > 0.0 {
+            self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us
+        } else {
+            f64::INFINITY
+        })
     }
 }
 
@@ -151,7 +178,7 @@ pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
 /// The counts of a [`ServiceBucket`] (but its wasted work, which is written in seconds), by the
 /// names `services.csv` and `summary.json` give them, in their column order.
-pub const SERVICE_COUNTS: [ServiceColumn; 18] = [
+pub const SERVICE_COUNTS: [ServiceColumn; 19] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
     ("status_checks", |b| b.status_checks),
@@ -170,6 +197,7 @@ pub const SERVICE_COUNTS: [ServiceColumn; 18] = [
     ("resets", |b| b.resets),
     ("replayed", |b| b.replayed),
     ("writes", |b| b.writes),
+    ("released", |b| b.released),
 ];
 
 /// The end-of-bucket state of a [`ServiceBucket`], by column name.
@@ -817,6 +845,25 @@ mod tests {
         }
         assert_eq!(summary.metric("p99_ms").map(f64::is_nan), Some(true));
         assert_eq!(summary.metric("nonsense"), None);
+    }
+
+    #[test]
+    fn a_calling_services_capacity_is_measured_from_how_long_workers_were_held() {
+        let bucket = ServiceBucket {
+            workers_available: 50,
+            released: 10,
+            held_us: MICROS_PER_SECOND,
+            ..ServiceBucket::default()
+        };
+        // A leaf: 50 workers of 10 ms each serve 5,000 requests per second.
+        assert_eq!(bucket.capacity_rps(true, 10_000.0), Some(5000.0));
+        // A caller whose workers were held 100 ms per request serves 500.
+        assert_eq!(bucket.capacity_rps(false, 10_000.0), Some(500.0));
+        let idle = ServiceBucket {
+            released: 0,
+            ..bucket
+        };
+        assert_eq!(idle.capacity_rps(false, 10_000.0), None);
     }
 
     #[test]

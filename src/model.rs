@@ -357,6 +357,11 @@ impl ServiceModel {
     pub fn mean_service_us(&self) -> f64 {
         self.service_time.mean_micros()
     }
+
+    /// It calls no other service: the data lives here.
+    pub fn is_leaf(&self) -> bool {
+        self.calls.is_empty()
+    }
 }
 
 impl CallerPolicy {

@@ -159,7 +159,7 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
         let entry = &measurements.services[measurements.entry];
-        let service_mean_us = policy.model.entry_service().mean_service_us();
+        let entry_model = policy.model.entry_service();
         measurements
             .buckets
             .iter()
@@ -167,11 +167,8 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
             .enumerate()
             .map(move |(index, (counts, latency))| {
                 let state = &entry.buckets[index];
-                let capacity_rps = if service_mean_us > 0.0 {
-                    state.workers_available as f64 * MICROS_PER_SECOND as f64 / service_mean_us
-                } else {
-                    f64::INFINITY
-                };
+                let capacity_rps =
+                    state.capacity_rps(entry_model.is_leaf(), entry_model.mean_service_us());
                 let wasted_work_us: u64 = measurements
                     .services
                     .iter()
@@ -202,7 +199,7 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
                     counts.duplicate_writes.to_string(),
                     state.queue_len.to_string(),
                     state.workers_available.to_string(),
-                    format!("{capacity_rps:.3}"),
+                    capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")),
                     format!("{:.6}", wasted_work_us as f64 / MICROS_PER_SECOND as f64),
                     latency.len().to_string(),
                     latency.quantile(0.5).map_or_else(String::new, ms),
@@ -222,13 +219,14 @@ pub fn services_header() -> Vec<String> {
         .collect();
     header.extend(SERVICE_COUNTS.iter().map(|(name, _)| name.to_string()));
     header.extend(SERVICE_STATE.iter().map(|(name, _)| name.to_string()));
-    header.extend(["capacity_rps".to_string(), "wasted_work_s".to_string()]);
+    header.extend(["capacity_rps", "wasted_work_s", "held_s"].map(str::to_string));
     header
 }
 
 /// One row per policy, service and bucket: what the service's callers sent it (`requests`:
 /// first attempts, retries and status checks), what it did with them, its state at the
-/// bucket's end, its capacity (available workers / mean service time) and its wasted work.
+/// bucket's end, its capacity ([`crate::metrics::ServiceBucket::capacity_rps`], empty when a
+/// calling service let go of nothing in the bucket), its wasted work and its workers' time.
 pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
     let rows = run.policies.iter().flat_map(|policy| {
         let measurements = &policy.measurements;
@@ -238,17 +236,13 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
             .iter()
             .zip(&policy.model.services)
             .flat_map(move |(service, model)| {
-                let mean_us = model.mean_service_us();
                 service
                     .buckets
                     .iter()
                     .enumerate()
                     .map(move |(index, counts)| {
-                        let capacity_rps = if mean_us > 0.0 {
-                            counts.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_us
-                        } else {
-                            f64::INFINITY
-                        };
+                        let capacity_rps =
+                            counts.capacity_rps(model.is_leaf(), model.mean_service_us());
                         let mut row = vec![
                             policy.name.clone(),
                             service.name.clone(),
@@ -262,11 +256,10 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
                                 .chain(&SERVICE_STATE)
                                 .map(|(_, count)| count(counts).to_string()),
                         );
-                        row.push(format!("{capacity_rps:.3}"));
-                        row.push(format!(
-                            "{:.6}",
-                            counts.wasted_work_us as f64 / MICROS_PER_SECOND as f64
-                        ));
+                        row.push(capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")));
+                        for micros in [counts.wasted_work_us, counts.held_us] {
+                            row.push(format!("{:.6}", micros as f64 / MICROS_PER_SECOND as f64));
+                        }
                         row
                     })
             })

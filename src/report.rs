@@ -209,7 +209,7 @@ dd {{ margin-left: 1.5em; }}
     }
     page.push_str("<h2>Charts</h2>\n");
     let load_caption = if run.has_topology() {
-        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the capacity of each service that calls nothing (dashed grey; a calling service's throughput depends on how long its calls take). The shaded band is the incident: a capacity or the offered load away from its starting level."
+        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident: a capacity or the offered load away from its starting level."
     } else {
         "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level."
     };

@@ -205,10 +205,17 @@ impl<'m> Service<'m> {
         now + self.model.service_time.sample(&mut self.service_times)
     }
 
-    /// A worker lets go of its request.
+    /// A worker lets go at `now` of a request it took at `start`; the time is wasted if the
+    /// caller has stopped waiting.
     #[inline]
-    pub fn release_worker(&mut self) {
+    pub fn release_worker_after(&mut self, now: Micros, start: Micros, caller_waiting: bool) {
         self.busy -= 1;
+        let counts = self.counts(now);
+        counts.released += 1;
+        counts.held_us += now - start;
+        if !caller_waiting {
+            counts.wasted_work_us += now - start;
+        }
     }
 
     /// Records the queue and the workers at `now`, for the bucket holding it.

@@ -160,11 +160,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         };
         let (id, client_waiting, now) = (attempt.service, attempt.client_waiting, self.now);
         let request = (id, attempt.operation, attempt.status_check);
-        let service = self.service(id);
-        service.release_worker();
-        if !client_waiting {
-            service.counts(now).wasted_work_us += now - start;
-        }
+        self.service(id)
+            .release_worker_after(now, start, client_waiting);
         request
     }
 
@@ -342,8 +339,13 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .filter(|&key| in_service(&self.attempts, key)),
         );
         for key in victims {
-            if in_service(&self.attempts, key) {
-                self.service(id).release_worker();
+            if let Some(super::Attempt {
+                stage: Stage::InService { start },
+                ..
+            }) = self.attempts.get(key)
+            {
+                let start = *start;
+                self.service(id).release_worker_after(now, start, true);
             }
             self.service(id).counts(now).resets += 1;
             self.leave_service(key);
