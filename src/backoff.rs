@@ -2,7 +2,7 @@
 //!
 //! The source article computes an exponential backoff, `min(cap, base * 2^attempt)`, and then
 //! spreads the wait with full jitter, `floor(backoff * u)`. Other systems spread it differently
-//! (see `POLICIES.md`), and comparing them on the same arrivals is what retrystorm is for, so the
+//! (AWS's "Exponential Backoff and Jitter", gRFC A6), and comparing them on the same arrivals is what retrystorm is for, so the
 //! spreading step is a small open set of strategies behind one trait, [`JitterStrategy`].
 //!
 //! Every strategy is a pure function of a [`JitterInput`]: the retry index, base, cap, the
@@ -68,7 +68,7 @@ pub trait JitterStrategy: fmt::Debug + Send + Sync {
     fn range_ms(&self, input: &JitterInput) -> (f64, f64);
 }
 
-/// The strategies retrystorm ships. See `POLICIES.md` for where each comes from.
+/// The strategies retrystorm ships; each variant's documentation says where it comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Jitter {
     /// `min(cap, base * 2^n)`: plain exponential backoff, every client waits the same.

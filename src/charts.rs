@@ -826,6 +826,19 @@ impl ChartData {
         }
     }
 
+    /// A dashed reference line (a capacity) over the buckets.
+    fn reference(
+        &self,
+        label: String,
+        colour: RGBColor,
+        values: impl Iterator<Item = Option<f64>>,
+    ) -> Series {
+        Series {
+            reference: true,
+            ..self.series(label, colour, true, values)
+        }
+    }
+
     fn per_second(&self, count: u64) -> f64 {
         count as f64 / self.bucket_s
     }
@@ -892,27 +905,17 @@ impl ChartData {
                     .collect();
                 for (index, policy) in self.policies.iter().enumerate() {
                     if let Some(measured) = &policy.capacity[service] {
-                        series.push(Series {
-                            reference: true,
-                            ..self.series(
-                                String::new(),
-                                policy_colour(index),
-                                true,
-                                measured.iter().copied(),
-                            )
-                        });
+                        let colour = policy_colour(index);
+                        series.push(self.reference(
+                            String::new(),
+                            colour,
+                            measured.iter().copied(),
+                        ));
                     }
                 }
                 let label = if service == 0 { "capacity" } else { "" };
-                series.push(Series {
-                    reference: true,
-                    ..self.series(
-                        label.into(),
-                        CAPACITY,
-                        true,
-                        capacity.iter().flatten().map(|rps| Some(*rps)),
-                    )
-                });
+                let fixed = capacity.iter().flatten().map(|rps| Some(*rps));
+                series.push(self.reference(label.into(), CAPACITY, fixed));
                 Panel {
                     y_label: format!("{name}: requests/s"),
                     log_y: false,

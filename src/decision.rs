@@ -3,7 +3,7 @@
 //! A client that saw an attempt fail asks two questions, in this order: *may* it repeat the
 //! operation at all (is it repeatable, is the signal transient, is there budget left), and only
 //! then *when*. [`plan_retry`] answers both with the article's reference procedure
-//! (`RETRY-SEMANTICS.md`): the same inputs, the same order of checks, the same reason names.
+//! (`planRetry`): the same inputs, the same order of checks, the same reason names.
 //! The first check that fires decides:
 //!
 //! | order | condition | outcome |

@@ -203,6 +203,33 @@ struct Operation {
 }
 
 impl Operation {
+    /// A call that starts at `start`, before its first attempt.
+    fn new(
+        id: u64,
+        client: u32,
+        endpoint: u16,
+        downstream: bool,
+        start: Micros,
+        deadline: Micros,
+    ) -> Operation {
+        Operation {
+            id,
+            client,
+            endpoint,
+            downstream,
+            start,
+            deadline,
+            attempt: 0,
+            previous_delay_ms: f64::NAN,
+            live_attempts: 0,
+            live_calls: 0,
+            finished: false,
+            writes: 0,
+            in_service: 0,
+            checking: false,
+        }
+    }
+
     /// It has ended and nothing of it is left in flight: no attempt, no downstream call.
     #[inline]
     fn is_done(&self) -> bool {

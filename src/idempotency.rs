@@ -1,6 +1,7 @@
 //! The upstream's idempotency-key store: what a request carrying a key gets.
 //!
-//! Following the Idempotency-Key draft and Stripe (`POLICIES.md` §7.3, §7.4): the first request
+//! Following the IETF Idempotency-Key draft (draft-ietf-httpapi-idempotency-key-header) and
+//! Stripe's documentation of idempotent requests: the first request
 //! with a key is processed; a repeat after it completed gets the stored result and writes
 //! nothing; a repeat while the first is still being processed gets 409 Conflict (or, if so
 //! configured, waits for it); a key older than its TTL is forgotten, so a late retry is

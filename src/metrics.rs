@@ -749,6 +749,7 @@ impl Measurements {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::decision::StopReason;
 
     fn healthy() -> BucketCounts {
         BucketCounts {
@@ -809,14 +810,17 @@ mod tests {
     #[test]
     fn failures_are_counted_by_reason() {
         let mut recorder = Recorder::new(MICROS_PER_SECOND);
-        recorder.failed(10, FailureReason::MaxAttempts);
-        recorder.failed(2 * MICROS_PER_SECOND, FailureReason::MaxAttempts);
+        recorder.failed(10, FailureReason::Decision(StopReason::MaxAttempts));
+        recorder.failed(
+            2 * MICROS_PER_SECOND,
+            FailureReason::Decision(StopReason::MaxAttempts),
+        );
         recorder.failed(20, FailureReason::StatusUnknown);
         let measurements = recorder.finish(Vec::new(), 0);
         assert_eq!(
             measurements.failures().into_iter().collect::<Vec<_>>(),
             [
-                (FailureReason::MaxAttempts, 2),
+                (FailureReason::Decision(StopReason::MaxAttempts), 2),
                 (FailureReason::StatusUnknown, 1)
             ]
         );

@@ -9,92 +9,58 @@ use std::fmt;
 
 use crate::decision::StopReason;
 
-/// Why an operation ended without success: the retry decision's reasons, in the order of its
-/// checks, then a status check that could not say what happened.
+/// Why an operation ended without success: one of the decision's reasons, or a status check
+/// that could not say what happened.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FailureReason {
-    /// Not repeatable, and the attempt failed: the write may or may not have happened.
-    UnknownResult,
-    /// The answer said repeating cannot help.
-    NotTransient,
-    /// The decision's attempt count was not usable.
-    InvalidAttempt,
-    /// The retry budget was spent.
-    MaxAttempts,
-    /// A time, the base, the cap or the random unit was not usable.
-    InvalidDelay,
-    /// The Retry-After was not usable.
-    InvalidRetryAfter,
-    /// No time was left for another attempt.
-    DeadlineExhausted,
+    /// The retry decision said stop.
+    Decision(StopReason),
     /// The client asked the status endpoint and stopped before it could say whether the write
     /// happened: the outcome is unknown.
     StatusUnknown,
 }
 
 impl FailureReason {
-    /// Every reason, in the order of the columns that count them.
-    pub const ALL: [FailureReason; 8] = [
-        FailureReason::UnknownResult,
-        FailureReason::NotTransient,
-        FailureReason::InvalidAttempt,
-        FailureReason::MaxAttempts,
-        FailureReason::InvalidDelay,
-        FailureReason::InvalidRetryAfter,
-        FailureReason::DeadlineExhausted,
-        FailureReason::StatusUnknown,
-    ];
+    /// Every reason, in the order of the columns that count them: the decision's, in the order
+    /// of its checks, then `status-unknown`.
+    pub const ALL: [FailureReason; StopReason::ALL.len() + 1] = {
+        let mut all = [FailureReason::StatusUnknown; StopReason::ALL.len() + 1];
+        let mut index = 0;
+        while index < StopReason::ALL.len() {
+            all[index] = FailureReason::Decision(StopReason::ALL[index]);
+            index += 1;
+        }
+        all
+    };
 
     /// The reason's name: the article's for the decision's reasons.
     pub fn name(self) -> &'static str {
         match self {
+            FailureReason::Decision(reason) => reason.name(),
             FailureReason::StatusUnknown => "status-unknown",
-            decided => decided
-                .stop_reason()
-                .expect("every other reason is the decision's")
-                .name(),
         }
-    }
-
-    /// The decision's reason this is, if it is one.
-    fn stop_reason(self) -> Option<StopReason> {
-        Some(match self {
-            FailureReason::UnknownResult => StopReason::UnknownResult,
-            FailureReason::NotTransient => StopReason::NotTransient,
-            FailureReason::InvalidAttempt => StopReason::InvalidAttempt,
-            FailureReason::MaxAttempts => StopReason::MaxAttempts,
-            FailureReason::InvalidDelay => StopReason::InvalidDelay,
-            FailureReason::InvalidRetryAfter => StopReason::InvalidRetryAfter,
-            FailureReason::DeadlineExhausted => StopReason::DeadlineExhausted,
-            FailureReason::StatusUnknown => return None,
-        })
     }
 
     /// The position of this reason in [`FailureReason::ALL`].
     pub fn index(self) -> usize {
-        self as usize
+        match self {
+            FailureReason::Decision(reason) => reason as usize,
+            FailureReason::StatusUnknown => StopReason::ALL.len(),
+        }
     }
 
     /// Whether an operation that ended for this reason has an unknown outcome.
     pub fn is_unknown_outcome(self) -> bool {
         matches!(
             self,
-            FailureReason::UnknownResult | FailureReason::StatusUnknown
+            FailureReason::Decision(StopReason::UnknownResult) | FailureReason::StatusUnknown
         )
     }
 }
 
 impl From<StopReason> for FailureReason {
     fn from(reason: StopReason) -> Self {
-        match reason {
-            StopReason::UnknownResult => FailureReason::UnknownResult,
-            StopReason::NotTransient => FailureReason::NotTransient,
-            StopReason::InvalidAttempt => FailureReason::InvalidAttempt,
-            StopReason::MaxAttempts => FailureReason::MaxAttempts,
-            StopReason::InvalidDelay => FailureReason::InvalidDelay,
-            StopReason::InvalidRetryAfter => FailureReason::InvalidRetryAfter,
-            StopReason::DeadlineExhausted => FailureReason::DeadlineExhausted,
-        }
+        FailureReason::Decision(reason)
     }
 }
 
@@ -205,7 +171,10 @@ mod tests {
             .collect();
         assert_eq!(
             unknown,
-            [FailureReason::UnknownResult, FailureReason::StatusUnknown]
+            [
+                FailureReason::Decision(StopReason::UnknownResult),
+                FailureReason::StatusUnknown
+            ]
         );
     }
 
@@ -214,7 +183,7 @@ mod tests {
         assert_eq!(NextStep::Success.name(), "success");
         assert_eq!(NextStep::StatusCheck.name(), "status-check");
         assert_eq!(
-            NextStep::Stop(FailureReason::MaxAttempts).name(),
+            NextStep::Stop(StopReason::MaxAttempts.into()).name(),
             "max-attempts"
         );
         assert_eq!(AttemptOutcome::NotFound.to_string(), "not-found");

@@ -6,7 +6,7 @@
 use super::{
     Attempt, AttemptRecord, DownstreamCall, Engine, Event, Observer, Operation, Reply, Stage,
 };
-use crate::decision::{Decision, RetryInput, plan_retry};
+use crate::decision::{Decision, RetryInput, StopReason, plan_retry};
 use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId};
 use crate::outcome::{AttemptOutcome, FailureReason, NextStep};
 use crate::random::Stream;
@@ -64,22 +64,14 @@ impl<O: Observer> Engine<'_, O> {
             Deadline::Budget(budget) => self.now + budget,
             Deadline::Propagate | Deadline::Unbounded => NO_DEADLINE,
         };
-        let key = self.operations.insert(Operation {
+        let key = self.operations.insert(Operation::new(
             id,
             client,
-            endpoint: endpoint as u16,
-            downstream: false,
-            start: self.now,
+            endpoint as u16,
+            false,
+            self.now,
             deadline,
-            attempt: 0,
-            previous_delay_ms: f64::NAN,
-            live_attempts: 0,
-            live_calls: 0,
-            finished: false,
-            writes: 0,
-            in_service: 0,
-            checking: false,
-        });
+        ));
         self.send(key, false);
     }
 
@@ -107,22 +99,9 @@ impl<O: Observer> Engine<'_, O> {
             .get_mut(logical)
             .expect("a user operation outlives its calls")
             .live_calls += 1;
-        let key = self.operations.insert(Operation {
-            id,
-            client,
-            endpoint,
-            downstream: true,
-            start: self.now,
-            deadline,
-            attempt: 0,
-            previous_delay_ms: f64::NAN,
-            live_attempts: 0,
-            live_calls: 0,
-            finished: false,
-            writes: 0,
-            in_service: 0,
-            checking: false,
-        });
+        let key = self.operations.insert(Operation::new(
+            id, client, endpoint, true, self.now, deadline,
+        ));
         let slot = key.slot as usize;
         if slot >= self.downstream.len() {
             self.downstream.resize(slot + 1, DOWNSTREAM_PLACEHOLDER);
@@ -362,7 +341,7 @@ impl<O: Observer> Engine<'_, O> {
             let reason = if operation.checking {
                 FailureReason::StatusUnknown
             } else {
-                FailureReason::MaxAttempts
+                FailureReason::Decision(StopReason::MaxAttempts)
             };
             return self.fail(key, reason);
         }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 
+use retrystorm::decision::StopReason;
 use retrystorm::engine::AttemptRecord;
 use retrystorm::outcome::FailureReason;
 
@@ -210,7 +211,7 @@ max_attempts = 100
     assert_eq!(
         measurements
             .failures()
-            .get(&FailureReason::DeadlineExhausted)
+            .get(&FailureReason::Decision(StopReason::DeadlineExhausted))
             .copied(),
         Some(measurements.operations)
     );

@@ -2,6 +2,8 @@
 
 use retrystorm::scenario::{Override, load_str};
 
+use crate::support::{self, assert_contains};
+
 const VALID: &str = r#"name = "ok"
 duration = "10s"
 
@@ -19,18 +21,7 @@ name = "a"
 
 /// The error for `VALID` with `from` replaced by `to`.
 fn error_with(from: &str, to: &str) -> String {
-    assert!(VALID.contains(from), "{from:?} is not in the base scenario");
-    let text = VALID.replacen(from, to, 1);
-    match load_str(&text, "bad.toml", &[]) {
-        Ok(_) => panic!("accepted: {text}"),
-        Err(error) => error.to_string(),
-    }
-}
-
-fn assert_contains(message: &str, parts: &[&str]) {
-    for part in parts {
-        assert!(message.contains(part), "{message:?} lacks {part:?}");
-    }
+    support::error_with(VALID, from, to)
 }
 
 #[test]

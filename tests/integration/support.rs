@@ -40,6 +40,23 @@ impl Observer for Collector {
     }
 }
 
+/// The error `load_str` gives for `base` with `from` replaced by `to`, as the user sees it.
+pub fn error_with(base: &str, from: &str, to: &str) -> String {
+    assert!(base.contains(from), "{from:?} is not in the scenario");
+    let text = base.replacen(from, to, 1);
+    match load_str(&text, "bad.toml", &[]) {
+        Ok(_) => panic!("accepted: {text}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// Asserts that `message` contains every one of `parts`.
+pub fn assert_contains(message: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(message.contains(part), "{message:?} lacks {part:?}");
+    }
+}
+
 /// The relative difference of `measured` from `expected`.
 pub fn relative_error(measured: f64, expected: f64) -> f64 {
     (measured - expected).abs() / expected

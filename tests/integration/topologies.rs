@@ -2,6 +2,7 @@
 //! say, a worker is held for its downstream calls (Little's law), and every tier keeps its own
 //! books.
 
+use retrystorm::decision::StopReason;
 use retrystorm::outcome::FailureReason;
 use retrystorm::run::PolicyRun;
 
@@ -93,7 +94,7 @@ fn a_leaf_that_always_fails_sees_the_product_of_the_sends_above_it() {
             policy
                 .measurements
                 .failures()
-                .get(&FailureReason::MaxAttempts),
+                .get(&FailureReason::Decision(StopReason::MaxAttempts)),
             Some(&operations)
         );
         // Each tier answered every failed request with its failure status, 503 by default.

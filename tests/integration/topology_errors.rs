@@ -3,6 +3,8 @@
 use retrystorm::model::Model;
 use retrystorm::scenario::{Override, load_str};
 
+use crate::support::{self, assert_contains};
+
 /// Lines are numbered in the comments, for the expected positions below.
 const TOPOLOGY: &str = r#"name = "layers"
 duration = "10s"
@@ -31,18 +33,7 @@ name = "a"
 
 /// The error for `TOPOLOGY` with `from` replaced by `to`.
 fn error_with(from: &str, to: &str) -> String {
-    assert!(TOPOLOGY.contains(from), "{from:?} is not in the topology");
-    let text = TOPOLOGY.replacen(from, to, 1);
-    match load_str(&text, "bad.toml", &[]) {
-        Ok(_) => panic!("accepted: {text}"),
-        Err(error) => error.to_string(),
-    }
-}
-
-fn assert_contains(message: &str, parts: &[&str]) {
-    for part in parts {
-        assert!(message.contains(part), "{message:?} lacks {part:?}");
-    }
+    support::error_with(TOPOLOGY, from, to)
 }
 
 #[test]

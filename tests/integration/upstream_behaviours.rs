@@ -1,5 +1,6 @@
 //! The upstream's idempotency-key store, in-flight repeats and wasted work, end to end.
 
+use retrystorm::decision::StopReason;
 use retrystorm::outcome::FailureReason;
 
 use crate::support::{run, scenario};
@@ -78,7 +79,7 @@ fn a_repeat_while_the_first_is_in_flight_gets_409_or_waits() {
         rejected
             .measurements
             .failures()
-            .get(&FailureReason::NotTransient)
+            .get(&FailureReason::Decision(StopReason::NotTransient))
             .copied(),
         Some(conflicts)
     );
