@@ -843,9 +843,9 @@ impl ChartData {
         count as f64 / self.bucket_s
     }
 
-    fn load_panel(&self) -> Panel {
-        let mut series: Vec<Series> = self
-            .policies
+    /// One solid line per policy, labelled with its name: the counts `counts` picks, per second.
+    fn rate_per_policy(&self, counts: impl Fn(&PolicyData) -> &[f64]) -> Vec<Series> {
+        self.policies
             .iter()
             .enumerate()
             .map(|(index, policy)| {
@@ -853,13 +853,16 @@ impl ChartData {
                     policy.name.clone(),
                     policy_colour(index),
                     false,
-                    policy
-                        .attempts
+                    counts(policy)
                         .iter()
                         .map(|count| Some(count / self.bucket_s)),
                 )
             })
-            .collect();
+            .collect()
+    }
+
+    fn load_panel(&self) -> Panel {
+        let mut series = self.rate_per_policy(|policy| &policy.attempts);
         series.push(self.series(
             "upstream capacity".into(),
             CAPACITY,
@@ -888,21 +891,7 @@ impl ChartData {
             .iter()
             .enumerate()
             .map(|(service, (name, capacity))| {
-                let mut series: Vec<Series> = self
-                    .policies
-                    .iter()
-                    .enumerate()
-                    .map(|(index, policy)| {
-                        self.series(
-                            policy.name.clone(),
-                            policy_colour(index),
-                            false,
-                            policy.requests[service]
-                                .iter()
-                                .map(|count| Some(count / self.bucket_s)),
-                        )
-                    })
-                    .collect();
+                let mut series = self.rate_per_policy(|policy| &policy.requests[service]);
                 for (index, policy) in self.policies.iter().enumerate() {
                     if let Some(measured) = &policy.capacity[service] {
                         let colour = policy_colour(index);

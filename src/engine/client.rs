@@ -464,10 +464,8 @@ impl<O: Observer> Engine<'_, O> {
     /// Frees an operation that is done; a downstream call lets its user operation go too if
     /// it was the last thing that operation waited for.
     fn free_operation(&mut self, key: Key) {
-        let operation = self.operations.get(key).expect("live operation");
-        let call = self.downstream_call(key, operation);
-        self.operations.remove(key);
-        if let Some(DownstreamCall { logical, .. }) = call {
+        let operation = self.operations.remove(key).expect("live operation");
+        if let Some(DownstreamCall { logical, .. }) = self.downstream_call(key, &operation) {
             let user = self
                 .operations
                 .get_mut(logical)

@@ -8,6 +8,17 @@ use crate::model::ServiceId;
 use crate::scenario::InFlightRepeat;
 use crate::service::{Admission, Refusal, Service};
 use crate::slab::Key;
+use crate::time::Micros;
+
+/// What a worker holds: a request at its service since `start`.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    service: ServiceId,
+    operation: Key,
+    status_check: bool,
+    start: Micros,
+    caller_waiting: bool,
+}
 
 impl<'a, O: Observer> Engine<'a, O> {
     #[inline]
@@ -118,60 +129,62 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// others, makes the first call (status checks are answered at once).
     #[inline]
     pub(super) fn work_done(&mut self, key: Key) {
-        let Some(attempt) = self.attempts.get(key) else {
+        // Nothing if the request was reset by a crash while in service.
+        let Some(held) = self.held(key) else {
             return;
         };
-        if !matches!(attempt.stage, Stage::InService { .. }) {
-            return; // reset by a crash while in service
+        if !held.status_check
+            && !self.model.services[usize::from(held.service)]
+                .calls
+                .is_empty()
+        {
+            return self.start_call(held.service, key, 0);
         }
-        let id = attempt.service;
-        if !attempt.status_check && !self.model.services[usize::from(id)].calls.is_empty() {
-            return self.start_call(id, key, 0);
-        }
-        self.complete(key);
+        self.complete(key, held);
+    }
+
+    /// What a worker holding `key` needs to let go of it; `None` if no worker holds it (a
+    /// stale key, or a request reset by a crash).
+    #[inline]
+    fn held(&self, key: Key) -> Option<Held> {
+        let attempt = self.attempts.get(key)?;
+        let Stage::InService { start } = attempt.stage else {
+            return None;
+        };
+        Some(Held {
+            service: attempt.service,
+            operation: attempt.operation,
+            status_check: attempt.status_check,
+            start,
+            caller_waiting: attempt.client_waiting,
+        })
     }
 
     /// A downstream call ended: the worker that made it makes the next call, or answers.
     /// Nothing happens if its request was reset by a crash meanwhile.
     pub(super) fn call_returned(&mut self, call: DownstreamCall, succeeded: bool) {
-        let Some(attempt) = self.attempts.get(call.parent) else {
+        let Some(held) = self.held(call.parent) else {
             return;
         };
-        if !matches!(attempt.stage, Stage::InService { .. }) {
-            return;
-        }
         let calls = self.model.services[usize::from(call.service)].calls.len();
         if succeeded && usize::from(call.number) + 1 < calls {
             self.start_call(call.service, call.parent, call.number + 1);
         } else if succeeded {
-            self.complete(call.parent);
+            self.complete(call.parent, held);
         } else {
-            self.fail_request(call.parent);
+            self.fail_request(call.parent, held);
         }
-    }
-
-    /// The worker lets go of `key`, counting its time as wasted if the caller has gone;
-    /// returns the service, the request's operation and whether it is a status check.
-    #[inline]
-    fn end_work(&mut self, key: Key) -> (ServiceId, Key, bool) {
-        let attempt = self.attempts.get(key).expect("live attempt");
-        let Stage::InService { start } = attempt.stage else {
-            unreachable!("a worker holds the request it ends");
-        };
-        let (id, client_waiting, now) = (attempt.service, attempt.client_waiting, self.now);
-        let request = (id, attempt.operation, attempt.status_check);
-        self.service(id)
-            .release_worker_after(now, start, client_waiting);
-        request
     }
 
     /// The worker is done with a request (and its calls, if any): it commits a write where the
     /// data lives, stores the key's result, answers, and takes the next request.
     #[inline]
-    fn complete(&mut self, key: Key) {
-        let (id, operation_key, status_check) = self.end_work(key);
-        let now = self.now;
-        self.service(id).counts(now).served += 1;
+    fn complete(&mut self, key: Key, held: Held) {
+        let (id, operation_key, status_check, now) =
+            (held.service, held.operation, held.status_check, self.now);
+        let service = self.service(id);
+        service.release_worker_after(now, held.start, held.caller_waiting);
+        service.counts(now).served += 1;
         let operation = self.operations.get(operation_key).expect("live operation");
         let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
         let reply = if status_check {
@@ -213,10 +226,11 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     /// A downstream call failed for good: the service answers its failure status.
-    fn fail_request(&mut self, key: Key) {
-        let (id, _, _) = self.end_work(key);
-        let now = self.now;
-        self.service(id).counts(now).downstream_failures += 1;
+    fn fail_request(&mut self, key: Key, held: Held) {
+        let (id, now) = (held.service, self.now);
+        let service = self.service(id);
+        service.release_worker_after(now, held.start, held.caller_waiting);
+        service.counts(now).downstream_failures += 1;
         self.leave_service(key);
         let status = self.model.services[usize::from(id)].failure_status;
         self.reply(key, Reply::Error(status));
