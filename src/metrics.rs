@@ -90,6 +90,8 @@ pub struct ServiceBucket {
     pub downstream_failures: u64,
     /// Dropped from the queue because the caller had given up (`drop_expired`).
     pub dropped_expired: u64,
+    /// Shed by the queue discipline (CoDel, controlled delay) and answered as an overload.
+    pub shed: u64,
     /// Reset by a crash while queued, in service or waiting on a key.
     pub resets: u64,
     /// Answered from the idempotency-key store without new work.
@@ -117,7 +119,7 @@ impl ServiceBucket {
         self.first_attempts + self.retries + self.status_checks
     }
 
-    /// Requests it refused or answered without serving, of every kind.
+    /// Requests it refused, shed or answered without serving, of every kind.
     pub fn rejected(&self) -> u64 {
         self.rejected_overload
             + self.rejected_outage
@@ -125,6 +127,7 @@ impl ServiceBucket {
             + self.conflicts
             + self.errors
             + self.downstream_failures
+            + self.shed
     }
 
     /// Adds the counts of `other` (not its end-of-bucket state).
@@ -144,6 +147,7 @@ impl ServiceBucket {
         self.errors += other.errors;
         self.downstream_failures += other.downstream_failures;
         self.dropped_expired += other.dropped_expired;
+        self.shed += other.shed;
         self.resets += other.resets;
         self.replayed += other.replayed;
         self.writes += other.writes;
@@ -178,7 +182,7 @@ pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
 /// The counts of a [`ServiceBucket`] (but its wasted work, which is written in seconds), by the
 /// names `services.csv` and `summary.json` give them, in their column order.
-pub const SERVICE_COUNTS: [ServiceColumn; 19] = [
+pub const SERVICE_COUNTS: [ServiceColumn; 20] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
     ("status_checks", |b| b.status_checks),
@@ -194,6 +198,7 @@ pub const SERVICE_COUNTS: [ServiceColumn; 19] = [
     ("errors", |b| b.errors),
     ("downstream_failures", |b| b.downstream_failures),
     ("dropped_expired", |b| b.dropped_expired),
+    ("shed", |b| b.shed),
     ("resets", |b| b.resets),
     ("replayed", |b| b.replayed),
     ("writes", |b| b.writes),

@@ -17,6 +17,7 @@ use crate::scenario::{
     CallDeadline, CallRetry, InFlightRepeat, Outage, Policy, RateLimitScope, Scenario, Service,
     Start, Workload,
 };
+use crate::service::queue::Discipline;
 use crate::time::{MICROS_PER_SECOND, Micros};
 use crate::values::Probability;
 
@@ -143,6 +144,8 @@ pub struct ServiceModel {
     pub service_time: Distribution,
     /// Requests that may wait for a worker.
     pub queue_limit: u64,
+    /// In which order waiting requests are served, and which are shed.
+    pub queue_discipline: Discipline,
     /// Status of an overload rejection.
     pub overload_status: u16,
     /// Retry-After sent with overload rejections.
@@ -317,6 +320,7 @@ impl ServiceModel {
             workers: service.workers.get(),
             service_time: service.service_time,
             queue_limit: service.queue_limit.get(),
+            queue_discipline: Discipline::Fifo,
             overload_status: service.overload_status.get() as u16,
             retry_after: service.retry_after.map(|after| after.micros()),
             rate_limit: service.rate_limit.as_ref().map(|limit| {

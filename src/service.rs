@@ -15,7 +15,10 @@
 //! slab slot and tagged with its generation, so the store costs memory only for operations in
 //! flight, and a record left by a finished operation reads as empty for the slot's next tenant.
 
-use std::collections::{BTreeMap, VecDeque};
+pub mod limit;
+pub mod queue;
+
+use std::collections::BTreeMap;
 
 use crate::idempotency::{KeyState, KeyVerdict};
 use crate::metrics::{Buckets, ServiceBucket};
@@ -25,6 +28,7 @@ use crate::rate_limiter::RateLimiter;
 use crate::scenario::Outage;
 use crate::slab::Key;
 use crate::time::Micros;
+use queue::{Dequeued, Queue};
 
 /// What a service that is down does with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,7 +67,7 @@ pub struct Service<'m> {
     pub model: &'m ServiceModel,
     available: u64,
     busy: u64,
-    queue: VecDeque<Key>,
+    queue: Queue,
     rate_limiter: Option<RateLimiter>,
     keys: Vec<KeyRecord>,
     waiting_on_key: BTreeMap<u32, Vec<Key>>,
@@ -88,7 +92,7 @@ impl<'m> Service<'m> {
             model,
             available: 0,
             busy: 0,
-            queue: VecDeque::new(),
+            queue: Queue::new(model.queue_discipline),
             rate_limiter: model
                 .rate_limit
                 .as_ref()
@@ -182,17 +186,18 @@ impl<'m> Service<'m> {
         self.busy < self.available
     }
 
-    /// Puts a request at the back of the queue.
+    /// A request joins the queue at `now`.
     #[inline]
-    pub fn enqueue(&mut self, attempt: Key) {
-        self.queue.push_back(attempt);
+    pub fn enqueue(&mut self, now: Micros, attempt: Key) {
+        self.queue.push(now, attempt);
     }
 
-    /// The next queued request, if a worker is free for it.
+    /// What the queue hands a worker free at `now` (a request to serve, or one its discipline
+    /// sheds), if a worker is free and a request waits.
     #[inline]
-    pub fn next_queued(&mut self) -> Option<Key> {
+    pub fn next_queued(&mut self, now: Micros) -> Option<Dequeued> {
         if self.busy < self.available {
-            self.queue.pop_front()
+            self.queue.pop(now)
         } else {
             None
         }
@@ -234,7 +239,7 @@ impl<'m> Service<'m> {
             .into_values()
             .flatten()
             .collect();
-        (waiters, self.queue.drain(..).collect())
+        (waiters, self.queue.drain())
     }
 
     // ---- idempotency keys and writes -------------------------------------------------------

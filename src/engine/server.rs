@@ -6,6 +6,7 @@ use super::{DownstreamCall, Engine, Event, Observer, Reply, Stage};
 use crate::idempotency::{KeyState, KeyVerdict};
 use crate::model::ServiceId;
 use crate::scenario::InFlightRepeat;
+use crate::service::queue::Dequeued;
 use crate::service::{Admission, Refusal, Service};
 use crate::slab::Key;
 use crate::time::Micros;
@@ -111,7 +112,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.start_work(key);
         } else {
             self.attempts.get_mut(key).expect("live attempt").stage = Stage::Queued;
-            self.service(id).enqueue(key);
+            self.service(id).enqueue(now, key);
         }
     }
 
@@ -240,15 +241,27 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// Starts queued requests while workers are free.
     #[inline]
     fn dispatch(&mut self, id: ServiceId) {
-        while let Some(key) = self.service(id).next_queued() {
-            let attempt = self.attempts.get(key).expect("queued attempts are live");
-            if self.model.services[usize::from(id)].drop_expired && self.now >= attempt.gives_up {
-                let now = self.now;
-                self.service(id).counts(now).dropped_expired += 1;
-                self.leave_service(key);
-                self.drop_request(key);
-            } else {
-                self.start_work(key);
+        let now = self.now;
+        while let Some(next) = self.service(id).next_queued(now) {
+            match next {
+                Dequeued::Serve(key) => {
+                    let attempt = self.attempts.get(key).expect("queued attempts are live");
+                    if self.model.services[usize::from(id)].drop_expired && now >= attempt.gives_up
+                    {
+                        self.service(id).counts(now).dropped_expired += 1;
+                        self.leave_service(key);
+                        self.drop_request(key);
+                    } else {
+                        self.start_work(key);
+                    }
+                }
+                Dequeued::Shed(key) => {
+                    // The discipline sheds it: answered at once as an overload.
+                    self.service(id).counts(now).shed += 1;
+                    self.leave_service(key);
+                    let retry_after = self.model.services[usize::from(id)].retry_after;
+                    self.reply(key, Reply::Overloaded { retry_after });
+                }
             }
         }
     }
