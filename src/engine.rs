@@ -123,6 +123,12 @@ enum Event {
     Timeout(Key),
     /// The number of available workers of a service changes.
     Capacity(ServiceId),
+    /// A worker of a service finishes the work of rejections.
+    RejectionWorkDone(ServiceId),
+    /// A service's overload has lasted its `crash.hold`, if it still holds.
+    CrashCheck(ServiceId),
+    /// A crashed service comes back.
+    Restart(ServiceId),
     /// A time bucket ends.
     Tick,
 }
@@ -134,6 +140,8 @@ enum Reply {
     Ok,
     RateLimited { retry_after: Micros },
     Overloaded { retry_after: Option<Micros> },
+    /// Refused by the concurrency limit, with its status.
+    LimitReached(u16),
     Conflict,
     Error(u16),
     Reset,
@@ -383,6 +391,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             Event::Response(attempt) => self.response(attempt),
             Event::Timeout(attempt) => self.timeout(attempt),
             Event::Capacity(service) => self.capacity_change(service),
+            Event::RejectionWorkDone(service) => self.rejection_work_done(service),
+            Event::CrashCheck(service) => self.crash_check(service),
+            Event::Restart(service) => self.restart(service),
             Event::Tick => {
                 // At the last microsecond of a bucket, so that the bucket records its own end.
                 self.record_service_state();

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 
 use crate::histogram::Histogram;
 use crate::outcome::FailureReason;
+use crate::service::ServiceRecord;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).
@@ -92,6 +93,14 @@ pub struct ServiceBucket {
     pub dropped_expired: u64,
     /// Shed by the queue discipline (CoDel, controlled delay) and answered as an overload.
     pub shed: u64,
+    /// Refused by the concurrency limit.
+    pub concurrency_limited: u64,
+    /// Dropped or stopped because the caller had gone (`cancellation`).
+    pub cancelled: u64,
+    /// Crashes under overload.
+    pub crashes: u64,
+    /// Worker time spent on rejections, in microseconds (`rejection_cost`).
+    pub rejection_work_us: u64,
     /// Reset by a crash while queued, in service or waiting on a key.
     pub resets: u64,
     /// Answered from the idempotency-key store without new work.
@@ -128,6 +137,7 @@ impl ServiceBucket {
             + self.errors
             + self.downstream_failures
             + self.shed
+            + self.concurrency_limited
     }
 
     /// Adds the counts of `other` (not its end-of-bucket state).
@@ -148,6 +158,10 @@ impl ServiceBucket {
         self.downstream_failures += other.downstream_failures;
         self.dropped_expired += other.dropped_expired;
         self.shed += other.shed;
+        self.concurrency_limited += other.concurrency_limited;
+        self.cancelled += other.cancelled;
+        self.crashes += other.crashes;
+        self.rejection_work_us += other.rejection_work_us;
         self.resets += other.resets;
         self.replayed += other.replayed;
         self.writes += other.writes;
@@ -182,7 +196,7 @@ pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
 /// The counts of a [`ServiceBucket`] (but its wasted work, which is written in seconds), by the
 /// names `services.csv` and `summary.json` give them, in their column order.
-pub const SERVICE_COUNTS: [ServiceColumn; 20] = [
+pub const SERVICE_COUNTS: [ServiceColumn; 23] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
     ("status_checks", |b| b.status_checks),
@@ -199,6 +213,9 @@ pub const SERVICE_COUNTS: [ServiceColumn; 20] = [
     ("downstream_failures", |b| b.downstream_failures),
     ("dropped_expired", |b| b.dropped_expired),
     ("shed", |b| b.shed),
+    ("concurrency_limited", |b| b.concurrency_limited),
+    ("cancelled", |b| b.cancelled),
+    ("crashes", |b| b.crashes),
     ("resets", |b| b.resets),
     ("replayed", |b| b.replayed),
     ("writes", |b| b.writes),
@@ -296,6 +313,8 @@ pub struct ServiceMeasurements {
     pub name: String,
     /// Its counts per bucket, as many buckets as the users'.
     pub buckets: Vec<ServiceBucket>,
+    /// Each crash under overload: when it went down and when it came back.
+    pub restarts: Vec<(Micros, Micros)>,
 }
 
 impl ServiceMeasurements {
@@ -424,14 +443,10 @@ impl Recorder {
     /// users call); every bucket list padded to the same length. Only the users call the entry
     /// service (a call back to it would be a cycle), so what its callers sent and saw is what
     /// the users sent and saw, copied here rather than counted twice.
-    pub fn finish(
-        self,
-        services: Vec<(String, Buckets<ServiceBucket>)>,
-        entry: usize,
-    ) -> Measurements {
+    pub fn finish(self, services: Vec<ServiceRecord>, entry: usize) -> Measurements {
         let length = services
             .iter()
-            .map(|(_, buckets)| buckets.len())
+            .map(|service| service.counts.len())
             .chain([self.buckets.len(), self.latency.len()])
             .max()
             .unwrap_or(0);
@@ -441,9 +456,10 @@ impl Recorder {
         let users = self.buckets.into_padded(length);
         let mut services: Vec<ServiceMeasurements> = services
             .into_iter()
-            .map(|(name, buckets)| ServiceMeasurements {
-                name,
-                buckets: buckets.into_padded(length),
+            .map(|service| ServiceMeasurements {
+                name: service.name,
+                buckets: service.counts.into_padded(length),
+                restarts: service.restarts,
             })
             .collect();
         if let Some(service) = services.get_mut(entry) {

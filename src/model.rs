@@ -13,10 +13,13 @@ use crate::decision::is_idempotent_method;
 use crate::distribution::Distribution;
 use crate::metrics::RecoveryWindow;
 use crate::retry_after::RetryAfterMode;
+use toml::Spanned;
+
 use crate::scenario::{
-    CallDeadline, CallRetry, InFlightRepeat, Outage, Policy, RateLimitScope, Scenario, Service,
-    Start, Workload,
+    CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, DisciplineKind, InFlightRepeat,
+    LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service, Start, Workload,
 };
+use crate::service::limit::LimitAlgorithm;
 use crate::service::queue::Discipline;
 use crate::time::{MICROS_PER_SECOND, Micros};
 use crate::values::Probability;
@@ -170,6 +173,122 @@ pub struct ServiceModel {
     pub downstream: Option<CallerPolicy>,
     /// The status answered when a downstream call fails for good.
     pub failure_status: u16,
+    /// Worker time each kind of rejection costs.
+    pub rejection_cost: RejectionCosts,
+    /// Stop work whose caller has gone.
+    pub cancellation: bool,
+    /// A concurrency limit in front of the queue.
+    pub concurrency_limit: Option<LimitModel>,
+    /// Crashing under overload.
+    pub crash: Option<CrashModel>,
+    /// Slower service after a restart.
+    pub cold_start: Option<ColdStartModel>,
+    /// A cache in front of the work.
+    pub cache: Option<CacheModel>,
+}
+
+/// The kinds of rejection, each with its own cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RejectionKind {
+    /// The queue was full.
+    QueueFull,
+    /// The rate limiter refused.
+    RateLimit,
+    /// The service was down (outage reject, or refusing connections after a crash).
+    Outage,
+    /// The concurrency limit was reached.
+    ConcurrencyLimit,
+    /// The queue discipline shed the request.
+    Shed,
+}
+
+/// Worker time per rejection, by kind, in microseconds (a fraction of the mean service time).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RejectionCosts {
+    /// A full queue's rejection.
+    pub queue_full: Micros,
+    /// A rate limiter's rejection.
+    pub rate_limit: Micros,
+    /// A rejection while down.
+    pub outage: Micros,
+    /// A concurrency limit's rejection.
+    pub concurrency_limit: Micros,
+    /// A request shed by the queue discipline.
+    pub shed: Micros,
+}
+
+impl RejectionCosts {
+    /// The cost of a rejection of `kind`.
+    #[inline]
+    pub fn of(&self, kind: RejectionKind) -> Micros {
+        match kind {
+            RejectionKind::QueueFull => self.queue_full,
+            RejectionKind::RateLimit => self.rate_limit,
+            RejectionKind::Outage => self.outage,
+            RejectionKind::ConcurrencyLimit => self.concurrency_limit,
+            RejectionKind::Shed => self.shed,
+        }
+    }
+}
+
+/// A concurrency limit: its algorithm and the status of its rejections.
+#[derive(Debug, Clone)]
+pub struct LimitModel {
+    /// How the limit is learnt.
+    pub algorithm: LimitAlgorithm,
+    /// The status of a rejection.
+    pub status: u16,
+}
+
+/// When a service crashes and for how long.
+#[derive(Debug, Clone, Copy)]
+pub struct CrashModel {
+    /// What must stay above its threshold.
+    pub threshold: CrashThreshold,
+    /// For how long.
+    pub hold: Micros,
+    /// How long it stays down.
+    pub restart_after: Micros,
+}
+
+/// The overload a crash follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CrashThreshold {
+    /// More than this many requests waiting.
+    Queue(u64),
+    /// More than this many requests queued or served.
+    InFlight(u64),
+}
+
+/// How much slower a restarted service is, and how it warms up.
+#[derive(Debug, Clone, Copy)]
+pub struct ColdStartModel {
+    /// The service-time multiplier right after a restart.
+    pub factor: f64,
+    /// What its excess decays with.
+    pub decay: Decay,
+}
+
+/// What a cold start's excess decays with: `exp(-x / scale)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decay {
+    /// Requests served since the restart.
+    Requests(f64),
+    /// Microseconds since the restart.
+    Time(f64),
+}
+
+/// A cache in front of a service's work.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheModel {
+    /// The steady hit ratio.
+    pub hit_ratio: f64,
+    /// The work of a hit.
+    pub hit_time: Micros,
+    /// Only answers to waiting callers fill it (look-aside), or every miss (read-through).
+    pub look_aside: bool,
+    /// Fills that bring it most of the way back after a restart.
+    pub fills: f64,
 }
 
 /// A token bucket's settings.
@@ -320,7 +439,7 @@ impl ServiceModel {
             workers: service.workers.get(),
             service_time: service.service_time,
             queue_limit: service.queue_limit.get(),
-            queue_discipline: Discipline::Fifo,
+            queue_discipline: discipline(service.queue_discipline.as_ref().map(Spanned::get_ref)),
             overload_status: service.overload_status.get() as u16,
             retry_after: service.retry_after.map(|after| after.micros()),
             rate_limit: service.rate_limit.as_ref().map(|limit| {
@@ -354,6 +473,60 @@ impl ServiceModel {
                 .failure_status
                 .as_ref()
                 .map_or(503, |status| status.get_ref().get() as u16),
+            rejection_cost: service
+                .rejection_cost
+                .map_or_else(RejectionCosts::default, |cost| {
+                    let mean = service.service_time.mean_micros();
+                    let micros =
+                        |factor: crate::values::Factor| (factor.get() * mean).round() as Micros;
+                    RejectionCosts {
+                        queue_full: micros(cost.queue_full),
+                        rate_limit: micros(cost.rate_limit),
+                        outage: micros(cost.outage),
+                        concurrency_limit: micros(cost.concurrency_limit),
+                        shed: micros(cost.shed),
+                    }
+                }),
+            cancellation: service.cancellation,
+            concurrency_limit: service.concurrency_limit.as_ref().map(|limit| {
+                let limit = limit.get_ref();
+                LimitModel {
+                    algorithm: limit_algorithm(limit),
+                    status: limit.status.get() as u16,
+                }
+            }),
+            crash: service.crash.as_ref().map(|crash| {
+                let crash = crash.get_ref();
+                CrashModel {
+                    threshold: match (crash.queue_above, crash.in_flight_above) {
+                        (Some(queue), _) => CrashThreshold::Queue(queue.get()),
+                        (None, Some(in_flight)) => CrashThreshold::InFlight(in_flight.get()),
+                        (None, None) => unreachable!("validated: a crash has a threshold"),
+                    },
+                    hold: crash.hold.micros(),
+                    restart_after: crash.restart_after.get_ref().micros(),
+                }
+            }),
+            cold_start: service.cold_start.as_ref().map(|cold| {
+                let cold = cold.get_ref();
+                ColdStartModel {
+                    factor: cold.factor.get(),
+                    decay: match (cold.requests, cold.time) {
+                        (Some(requests), _) => Decay::Requests(requests.get() as f64),
+                        (None, Some(time)) => Decay::Time(time.micros() as f64),
+                        (None, None) => unreachable!("validated: a cold start decays"),
+                    },
+                }
+            }),
+            cache: service.cache.as_ref().map(|cache| {
+                let cache = cache.get_ref();
+                CacheModel {
+                    hit_ratio: cache.hit_ratio.get(),
+                    hit_time: cache.hit_time.micros(),
+                    look_aside: cache.fill == CacheFill::LookAside,
+                    fills: cache.fills.get() as f64,
+                }
+            }),
         }
     }
 
@@ -382,6 +555,33 @@ impl CallerPolicy {
                 CallDeadline::Propagate => Deadline::Propagate,
                 CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
             },
+        }
+    }
+}
+
+/// The queue discipline a service's `queue_discipline` table describes, defaults filled in.
+fn discipline(config: Option<&QueueDiscipline>) -> Discipline {
+    const MS: Micros = crate::time::MICROS_PER_MS;
+    let Some(config) = config else {
+        return Discipline::Fifo;
+    };
+    let target = config.target.map_or(5 * MS, |target| target.micros());
+    let interval = config.interval.map_or(100 * MS, |interval| interval.micros());
+    match config.kind {
+        DisciplineKind::Fifo => Discipline::Fifo,
+        DisciplineKind::Lifo => Discipline::Lifo,
+        DisciplineKind::Codel => Discipline::CoDel { target, interval },
+        DisciplineKind::AdaptiveLifo => Discipline::AdaptiveLifo { target, interval },
+    }
+}
+
+/// The limit algorithm a service's `concurrency_limit` table describes.
+fn limit_algorithm(config: &ConcurrencyLimit) -> LimitAlgorithm {
+    match config.algorithm {
+        LimitKind::Fixed => LimitAlgorithm::Fixed(config.limit.map_or(1, |limit| limit.get())),
+        // The adaptive algorithms are wired when their module lands.
+        LimitKind::Vegas | LimitKind::Gradient2 | LimitKind::EnvoyGradient => {
+            LimitAlgorithm::Fixed(config.initial.map_or(20, |limit| limit.get()))
         }
     }
 }

@@ -35,6 +35,10 @@ pub enum Purpose {
     Errors = 6,
     /// Jitter of the retry delays of a service calling the next one.
     CallerJitter = 7,
+    /// A service's adaptive concurrency limit (its probes and jittered windows).
+    Limit = 8,
+    /// A service's cache: hit or miss.
+    Cache = 9,
 }
 
 /// One random stream.

@@ -12,6 +12,7 @@
 //! names the file, line and column, and says what would be valid; see [`load`].
 
 mod load;
+mod overload;
 mod topology;
 mod validate;
 
@@ -19,6 +20,10 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use load::{Override, ScenarioError, load, load_str};
+pub use overload::{
+    Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind,
+    QueueDiscipline, RejectionCost,
+};
 
 use crate::backoff::Jitter;
 use crate::distribution::Distribution;
@@ -213,6 +218,28 @@ pub struct Service {
     /// answers 409 Conflict, `wait` holds it until the first finishes and replays that result.
     #[serde(default)]
     pub idempotency_in_flight: InFlightRepeat,
+    /// How long each kind of rejection holds a worker (default: rejections are free).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rejection_cost: Option<RejectionCost>,
+    /// In which order waiting requests are served, and which are shed (default FIFO).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_discipline: Option<Spanned<QueueDiscipline>>,
+    /// Stop work whose caller has gone: a queued request is dropped when it is reached, a
+    /// request in service frees its worker at once (default: finish it).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancellation: bool,
+    /// An adaptive (or fixed) concurrency limit in front of the queue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency_limit: Option<Spanned<ConcurrencyLimit>>,
+    /// Crash when overloaded for a while, and restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub crash: Option<Spanned<Crash>>,
+    /// Slower service right after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cold_start: Option<Spanned<ColdStart>>,
+    /// A cache in front of the work, cold after a restart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache: Option<Spanned<Cache>>,
     /// The services this one calls, in order, for every request it serves (after its own
     /// `service_time`); the worker is held until the last call returns. Empty: a leaf, where
     /// the data lives and writes are committed.

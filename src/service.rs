@@ -15,6 +15,7 @@
 //! slab slot and tagged with its generation, so the store costs memory only for operations in
 //! flight, and a record left by a finished operation reads as empty for the slot's next tenant.
 
+pub mod health;
 pub mod limit;
 pub mod queue;
 
@@ -26,8 +27,11 @@ use crate::model::{ServiceId, ServiceModel};
 use crate::random::{Purpose, Stream};
 use crate::rate_limiter::RateLimiter;
 use crate::scenario::Outage;
+use crate::model::RejectionKind;
 use crate::slab::Key;
 use crate::time::Micros;
+use health::Health;
+use limit::ConcurrencyLimit;
 use queue::{Dequeued, Queue};
 
 /// What a service that is down does with a request.
@@ -60,14 +64,35 @@ struct KeyRecord {
     writes: u16,
 }
 
+/// What a service remembers of a request it admitted, when a limit or a cache needs it.
+#[derive(Debug, Clone, Copy, Default)]
+struct RequestRecord {
+    generation: u32,
+    arrived: Micros,
+    in_flight: u64,
+    miss: bool,
+}
+
 /// A running service.
 #[derive(Debug)]
 pub struct Service<'m> {
     /// What the service is.
     pub model: &'m ServiceModel,
     available: u64,
+    /// Workers holding a request or paying for rejections.
     busy: u64,
+    /// Of the busy workers, those paying for rejections.
+    rejecting: u64,
+    /// Worker time owed for rejections that found no free worker.
+    rejection_debt: Micros,
     queue: Queue,
+    limit: Option<ConcurrencyLimit>,
+    limit_random: Stream,
+    cache_random: Stream,
+    /// Per attempt slot, for the limit and the cache.
+    requests: Vec<RequestRecord>,
+    /// Crash, restart, cold start, cache warmth.
+    pub health: Health,
     rate_limiter: Option<RateLimiter>,
     keys: Vec<KeyRecord>,
     waiting_on_key: BTreeMap<u32, Vec<Key>>,
@@ -92,7 +117,17 @@ impl<'m> Service<'m> {
             model,
             available: 0,
             busy: 0,
+            rejecting: 0,
+            rejection_debt: 0,
             queue: Queue::new(model.queue_discipline),
+            limit: model
+                .concurrency_limit
+                .as_ref()
+                .map(|limit| ConcurrencyLimit::new(&limit.algorithm)),
+            limit_random: Stream::owned(seed, Purpose::Limit, id),
+            cache_random: Stream::owned(seed, Purpose::Cache, id),
+            requests: Vec::new(),
+            health: Health::new(model),
             rate_limiter: model
                 .rate_limit
                 .as_ref()
@@ -112,9 +147,13 @@ impl<'m> Service<'m> {
         self.counts.at(now)
     }
 
-    /// Its name and counts, at the end of the run.
-    pub fn into_counts(self) -> (String, Buckets<ServiceBucket>) {
-        (self.model.name.clone(), self.counts)
+    /// Its name, counts and crashes (down, back up), at the end of the run.
+    pub fn into_counts(self) -> ServiceRecord {
+        ServiceRecord {
+            name: self.model.name.clone(),
+            counts: self.counts,
+            restarts: self.health.into_restarts(),
+        }
     }
 
     // ---- capacity --------------------------------------------------------------------------
@@ -123,16 +162,49 @@ impl<'m> Service<'m> {
     /// crash (capacity just reached zero with `outage = "crash"`) and when capacity next
     /// changes.
     pub fn update_capacity(&mut self, now: Micros) -> (bool, Option<Micros>) {
+        let next = self.model.capacity.next_change(now);
+        if self.health.is_down() {
+            return (false, next);
+        }
         let before = self.available;
         self.available = self.model.capacity.available(now);
-        let crashed = self.available == 0 && before > 0 && self.model.outage == Outage::Crash;
-        (crashed, self.model.capacity.next_change(now))
+        let crash = self.model.outage == Outage::Crash;
+        if crash && before == 0 && self.available > 0 && now > 0 {
+            self.health.come_back(now);
+        }
+        (crash && self.available == 0 && before > 0, next)
     }
 
-    /// What happens to a request arriving now, if the service is down (capacity zero) and does
-    /// not let requests wait for it.
+    /// It crashes under overload at `now`: no worker is available until it comes back, at the
+    /// time returned.
+    pub fn go_down(&mut self, now: Micros) -> Micros {
+        self.available = 0;
+        self.counts(now).crashes += 1;
+        self.health.go_down(now)
+    }
+
+    /// It comes back at `now` after crashing under overload, cold.
+    pub fn come_back(&mut self, now: Micros) {
+        self.health.come_back(now);
+        self.available = self.model.capacity.available(now);
+    }
+
+    /// Notes the load now; returns when to check for a crash, if the overload that crashes it
+    /// has just begun.
+    #[inline]
+    pub fn observe_load(&mut self, now: Micros) -> Option<Micros> {
+        self.model.crash?;
+        let (queue_len, in_flight) = (self.queue.len() as u64, self.in_flight());
+        self.health.observe_load(now, queue_len, in_flight)
+    }
+
+    /// What happens to a request arriving now, if the service is down (crashed, or capacity
+    /// zero) and does not let requests wait for it.
     #[inline]
     pub fn refusal(&self) -> Option<Refusal> {
+        if self.health.is_down() {
+            return Some(Refusal::Reset);
+        }
         if self.available > 0 {
             return None;
         }
@@ -203,11 +275,135 @@ impl<'m> Service<'m> {
         }
     }
 
-    /// A worker takes a request at `now`; returns when its own work is done.
+    /// A worker takes request `attempt` at `now`; returns when its own work is done: a cache
+    /// hit's time or a service time (a miss), longer while the service is cold.
     #[inline]
-    pub fn begin_work(&mut self, now: Micros) -> Micros {
+    pub fn begin_work(&mut self, now: Micros, attempt: Key) -> Micros {
         self.busy += 1;
-        now + self.model.service_time.sample(&mut self.service_times)
+        if self.model.cache.is_none() && self.model.cold_start.is_none() {
+            return now + self.model.service_time.sample(&mut self.service_times);
+        }
+        self.cache_or_cold_work(now, attempt)
+    }
+
+    /// [`Service::begin_work`] with a cache or a cold start to account for.
+    #[inline(never)]
+    fn cache_or_cold_work(&mut self, now: Micros, attempt: Key) -> Micros {
+        let work = match self.health.hit_ratio() {
+            None => self.model.service_time.sample(&mut self.service_times),
+            Some(hit_ratio) => {
+                let hit = self.cache_random.unit() < hit_ratio;
+                self.request(attempt).miss = !hit;
+                match (hit, &self.model.cache) {
+                    (true, Some(cache)) => cache.hit_time,
+                    _ => self.model.service_time.sample(&mut self.service_times),
+                }
+            }
+        };
+        let cold = self.health.cold_multiplier(now);
+        now + (work as f64 * cold).round() as Micros
+    }
+
+    /// The record of request `attempt`, new if it is a new tenant of its slot.
+    fn request(&mut self, attempt: Key) -> &mut RequestRecord {
+        let slot = attempt.slot as usize;
+        if slot >= self.requests.len() {
+            self.requests.resize(slot + 1, RequestRecord::default());
+        }
+        let record = &mut self.requests[slot];
+        if record.generation != attempt.generation {
+            *record = RequestRecord {
+                generation: attempt.generation,
+                ..RequestRecord::default()
+            };
+        }
+        record
+    }
+
+    /// Requests in the service: queued, or held by a worker.
+    #[inline]
+    pub fn in_flight(&self) -> u64 {
+        self.queue.len() as u64 + self.busy - self.rejecting
+    }
+
+    /// Whether the concurrency limit turns a request away now.
+    #[inline]
+    pub fn limit_reached(&self) -> bool {
+        self.limit
+            .as_ref()
+            .is_some_and(|limit| self.in_flight() >= limit.limit())
+    }
+
+    /// Request `attempt` was admitted at `now` (queued or served).
+    #[inline]
+    pub fn admitted(&mut self, now: Micros, attempt: Key) {
+        if self.limit.is_some() {
+            let in_flight = self.in_flight() + 1;
+            let record = self.request(attempt);
+            record.arrived = now;
+            record.in_flight = in_flight;
+        }
+    }
+
+    /// Request `attempt` left the service at `now`: answered (`dropped` if its caller had
+    /// gone), or shed, dropped or cancelled (`dropped`). The limit learns from it, a cache
+    /// miss may fill the cache.
+    #[inline]
+    pub fn ended(&mut self, now: Micros, attempt: Key, answered: bool, dropped: bool) {
+        if self.limit.is_none() && self.model.cache.is_none() {
+            return;
+        }
+        let record = *self.request(attempt);
+        if answered && record.miss {
+            self.health.miss_answered(!dropped);
+        }
+        if let Some(limit) = &mut self.limit {
+            limit.sample(
+                now,
+                now - record.arrived,
+                record.in_flight,
+                dropped,
+                &mut self.limit_random,
+            );
+        }
+    }
+
+    /// A rejection of `kind` at `now` costs a worker's time: a free worker pays it at once
+    /// (returns when it is done), else it is owed until one frees. Nothing is owed while no
+    /// worker is up.
+    #[inline]
+    pub fn charge(&mut self, now: Micros, kind: RejectionKind) -> Option<Micros> {
+        let cost = self.model.rejection_cost.of(kind);
+        if cost == 0 || self.available == 0 {
+            return None;
+        }
+        self.counts(now).rejection_work_us += cost;
+        if self.busy < self.available {
+            self.busy += 1;
+            self.rejecting += 1;
+            Some(now + cost)
+        } else {
+            self.rejection_debt += cost;
+            None
+        }
+    }
+
+    /// A free worker takes on the rejection work owed, if any; returns when it is done.
+    #[inline]
+    pub fn pay_rejection_debt(&mut self, now: Micros) -> Option<Micros> {
+        if self.rejection_debt == 0 || self.busy >= self.available {
+            return None;
+        }
+        self.busy += 1;
+        self.rejecting += 1;
+        Some(now + std::mem::take(&mut self.rejection_debt))
+    }
+
+    /// A worker finished its rejection work.
+    #[inline]
+    pub fn rejection_work_done(&mut self) {
+        self.busy -= 1;
+        self.rejecting -= 1;
     }
 
     /// A worker lets go at `now` of a request it took at `start`; the time is wasted if the
@@ -323,4 +519,15 @@ impl<'m> Service<'m> {
         record.writes += 1;
         record.writes > 1
     }
+}
+
+/// A service at the end of a run: its name, its counts and its crashes under overload.
+#[derive(Debug)]
+pub struct ServiceRecord {
+    /// The service's name.
+    pub name: String,
+    /// Its counts per bucket.
+    pub counts: Buckets<ServiceBucket>,
+    /// Each crash under overload: when it went down and when it came back.
+    pub restarts: Vec<(Micros, Micros)>,
 }

@@ -199,16 +199,19 @@ impl<O: Observer> Engine<'_, O> {
             return;
         }
         attempt.client_waiting = false;
+        let service = attempt.service;
         if attempt.from_user {
             self.recorder.at(self.now).timeouts += 1;
         } else {
-            let service = attempt.service;
             self.services[usize::from(service)]
                 .counts(self.now)
                 .timeouts += 1;
         }
         self.resolve(key, true);
         self.release_attempt(key);
+        if self.model.services[usize::from(service)].cancellation {
+            self.cancel(key);
+        }
     }
 
     /// The caller learned the result of an attempt (its reply, or that it timed out): count
@@ -241,6 +244,7 @@ impl<O: Observer> Engine<'_, O> {
                 Reply::Conflict => (AttemptOutcome::Conflict, Some(409), None),
                 Reply::Error(code) => (AttemptOutcome::Error, Some(code), None),
                 Reply::Reset => (AttemptOutcome::Reset, None, None),
+                Reply::LimitReached(code) => (AttemptOutcome::Rejected, Some(code), None),
                 Reply::Pending => unreachable!("a response carries a reply"),
             }
         };
@@ -251,7 +255,7 @@ impl<O: Observer> Engine<'_, O> {
                     counts.ok += 1
                 }
                 Reply::RateLimited { .. } => counts.rejected_429 += 1,
-                Reply::Overloaded { .. } => counts.rejected_503 += 1,
+                Reply::Overloaded { .. } | Reply::LimitReached(_) => counts.rejected_503 += 1,
                 Reply::Conflict => counts.conflicts_409 += 1,
                 Reply::Error(_) => counts.errors += 1,
                 Reply::Reset => counts.resets += 1,

@@ -4,7 +4,7 @@
 
 use super::{DownstreamCall, Engine, Event, Observer, Reply, Stage};
 use crate::idempotency::{KeyState, KeyVerdict};
-use crate::model::ServiceId;
+use crate::model::{RejectionKind, ServiceId};
 use crate::scenario::InFlightRepeat;
 use crate::service::queue::Dequeued;
 use crate::service::{Admission, Refusal, Service};
@@ -43,10 +43,12 @@ impl<'a, O: Observer> Engine<'a, O> {
             Some(Refusal::Reject) => {
                 service.counts(now).rejected_outage += 1;
                 let retry_after = service.model.retry_after;
+                self.charge(id, RejectionKind::Outage);
                 return self.reply(key, Reply::Overloaded { retry_after });
             }
             Some(Refusal::Reset) => {
                 service.counts(now).rejected_outage += 1;
+                self.charge(id, RejectionKind::Outage);
                 return self.reply(key, Reply::Reset);
             }
             Some(Refusal::Blackhole) => return self.drop_request(key),
@@ -60,6 +62,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let service = &mut self.services[usize::from(id)];
         if let Err(retry_after) = service.rate_limit(now, client) {
             service.counts(now).rate_limited += 1;
+            self.charge(id, RejectionKind::RateLimit);
             return self.reply(key, Reply::RateLimited { retry_after });
         }
         if let Some(status) = service.injected_error() {
@@ -96,12 +99,24 @@ impl<'a, O: Observer> Engine<'a, O> {
         let (operation, status_check, id) =
             (attempt.operation, attempt.status_check, attempt.service);
         let now = self.now;
+        if self.service(id).limit_reached() {
+            self.service(id).counts(now).concurrency_limited += 1;
+            self.abandon_key(key);
+            self.charge(id, RejectionKind::ConcurrencyLimit);
+            let limit = self.model.services[usize::from(id)]
+                .concurrency_limit
+                .as_ref()
+                .expect("a service whose limit is reached has one");
+            return self.reply(key, Reply::LimitReached(limit.status));
+        }
         let admission = self.service(id).admission(now);
         if admission == Admission::Refuse {
             self.abandon_key(key);
+            self.charge(id, RejectionKind::QueueFull);
             let retry_after = self.model.services[usize::from(id)].retry_after;
             return self.reply(key, Reply::Overloaded { retry_after });
         }
+        self.service(id).admitted(now, key);
         if !status_check {
             self.operations
                 .get_mut(operation)
@@ -114,6 +129,65 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.attempts.get_mut(key).expect("live attempt").stage = Stage::Queued;
             self.service(id).enqueue(now, key);
         }
+        self.watch_load(id);
+    }
+
+    /// A rejection of `kind` costs a worker of service `id` its time: at once if one is free.
+    #[inline]
+    fn charge(&mut self, id: ServiceId, kind: RejectionKind) {
+        let now = self.now;
+        if let Some(done) = self.service(id).charge(now, kind) {
+            self.events.push(done, Event::RejectionWorkDone(id));
+        }
+    }
+
+    pub(super) fn rejection_work_done(&mut self, id: ServiceId) {
+        self.service(id).rejection_work_done();
+        self.dispatch(id);
+    }
+
+    /// After the load on service `id` changed: if the overload that crashes it has just begun,
+    /// check again when it will have lasted long enough.
+    #[inline]
+    fn watch_load(&mut self, id: ServiceId) {
+        let now = self.now;
+        if let Some(check) = self.service(id).observe_load(now) {
+            self.events.push(check, Event::CrashCheck(id));
+        }
+    }
+
+    /// Service `id` crashes under overload if its overload has held long enough: everything it
+    /// holds is reset, and it comes back after its `restart_after`.
+    pub(super) fn crash_check(&mut self, id: ServiceId) {
+        let now = self.now;
+        if !self.service(id).health.crash_due(now) {
+            return;
+        }
+        let back = self.service(id).go_down(now);
+        self.crash(id);
+        self.events.push(back, Event::Restart(id));
+    }
+
+    pub(super) fn restart(&mut self, id: ServiceId) {
+        let now = self.now;
+        self.service(id).come_back(now);
+        self.dispatch(id);
+    }
+
+    /// The caller of `key` has gone: a service with `cancellation` stops its work at once (a
+    /// queued request is dropped when the queue reaches it).
+    pub(super) fn cancel(&mut self, key: Key) {
+        let Some(held) = self.held(key) else {
+            return;
+        };
+        let (id, now) = (held.service, self.now);
+        let service = self.service(id);
+        service.release_worker_after(now, held.start, false);
+        service.counts(now).cancelled += 1;
+        service.ended(now, key, false, true);
+        self.leave_service(key);
+        self.drop_request(key);
+        self.dispatch(id);
     }
 
     #[inline]
@@ -122,7 +196,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let attempt = self.attempts.get_mut(key).expect("live attempt");
         attempt.stage = Stage::InService { start: now };
         let id = attempt.service;
-        let done = self.service(id).begin_work(now);
+        let done = self.service(id).begin_work(now, key);
         self.events.push(done, Event::WorkDone(key));
     }
 
@@ -186,6 +260,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         let service = self.service(id);
         service.release_worker_after(now, held.start, held.caller_waiting);
         service.counts(now).served += 1;
+        service.health.served();
+        service.ended(now, key, true, !held.caller_waiting);
         let operation = self.operations.get(operation_key).expect("live operation");
         let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
         let reply = if status_check {
@@ -232,6 +308,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let service = self.service(id);
         service.release_worker_after(now, held.start, held.caller_waiting);
         service.counts(now).downstream_failures += 1;
+        service.ended(now, key, true, !held.caller_waiting);
         self.leave_service(key);
         let status = self.model.services[usize::from(id)].failure_status;
         self.reply(key, Reply::Error(status));
@@ -242,13 +319,24 @@ impl<'a, O: Observer> Engine<'a, O> {
     #[inline]
     fn dispatch(&mut self, id: ServiceId) {
         let now = self.now;
+        if let Some(done) = self.service(id).pay_rejection_debt(now) {
+            self.events.push(done, Event::RejectionWorkDone(id));
+        }
+        let model = &self.model.services[usize::from(id)];
         while let Some(next) = self.service(id).next_queued(now) {
             match next {
                 Dequeued::Serve(key) => {
                     let attempt = self.attempts.get(key).expect("queued attempts are live");
-                    if self.model.services[usize::from(id)].drop_expired && now >= attempt.gives_up
-                    {
-                        self.service(id).counts(now).dropped_expired += 1;
+                    let expired = model.drop_expired && now >= attempt.gives_up;
+                    let cancelled = model.cancellation && !attempt.client_waiting;
+                    if expired || cancelled {
+                        let counts = self.service(id).counts(now);
+                        if expired {
+                            counts.dropped_expired += 1;
+                        } else {
+                            counts.cancelled += 1;
+                        }
+                        self.service(id).ended(now, key, false, true);
                         self.leave_service(key);
                         self.drop_request(key);
                     } else {
@@ -258,12 +346,16 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Dequeued::Shed(key) => {
                     // The discipline sheds it: answered at once as an overload.
                     self.service(id).counts(now).shed += 1;
+                    self.service(id).ended(now, key, false, true);
                     self.leave_service(key);
-                    let retry_after = self.model.services[usize::from(id)].retry_after;
-                    self.reply(key, Reply::Overloaded { retry_after });
+                    self.charge(id, RejectionKind::Shed);
+                    self.reply(key, Reply::Overloaded {
+                        retry_after: model.retry_after,
+                    });
                 }
             }
         }
+        self.watch_load(id);
     }
 
     /// A request leaves the queue or a worker without being served.

@@ -11,7 +11,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::topology::validate_topology;
-use super::{CapacityPoint, Scenario, Workload};
+use super::{CapacityPoint, DisciplineKind, LimitKind, Outage, Scenario, Service, Workload};
 use crate::capacity::CapacityCurve;
 
 /// At most this many time-series buckets: each holds a latency histogram.
@@ -203,6 +203,7 @@ fn validate_services(scenario: &Scenario) -> Result<(), Problem> {
                 "retry_after_granularity must be above zero; \"1ms\" is the finest useful".into(),
             ));
         }
+        validate_overload(service)?;
     }
     Ok(())
 }
@@ -231,6 +232,96 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
                     "cap {cap} is below base {}; cap must be at least base",
                     policy.base
                 ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The overload behaviours' relations: one threshold for a crash, one decay for a cold start,
+/// parameters that belong to the chosen algorithm or discipline, sane bounds.
+fn validate_overload(service: &Service) -> Result<(), Problem> {
+    if let Some(spanned) = &service.crash {
+        let crash = spanned.get_ref();
+        if crash.queue_above.is_some() == crash.in_flight_above.is_some() {
+            return Err((
+                spanned.span(),
+                "a crash needs exactly one threshold: queue_above (requests waiting) or in_flight_above (requests queued or served)".into(),
+            ));
+        }
+        if crash.restart_after.get_ref().micros() == 0 {
+            return Err((
+                span_of(&crash.restart_after, spanned.span()),
+                "restart_after must be above zero".into(),
+            ));
+        }
+    }
+    if let Some(spanned) = &service.cold_start {
+        let cold = spanned.get_ref();
+        if cold.requests.is_some() == cold.time.is_some_and(|time| time.micros() > 0) {
+            return Err((
+                spanned.span(),
+                "a cold start decays either with requests served (requests = 1000) or with time (time = \"30s\"), exactly one of them".into(),
+            ));
+        }
+        if cold.factor.get() < 1.0 {
+            return Err((
+                spanned.span(),
+                format!(
+                    "cold_start.factor {} makes a restarted service faster; it must be at least 1",
+                    cold.factor.get()
+                ),
+            ));
+        }
+        if service.crash.is_none() && service.outage != Outage::Crash {
+            return Err((
+                spanned.span(),
+                "a cold start follows a restart: add `crash` (crash under overload) or use outage = \"crash\"".into(),
+            ));
+        }
+    }
+    if let Some(spanned) = &service.queue_discipline {
+        let discipline = spanned.get_ref();
+        let timed = matches!(
+            discipline.kind,
+            DisciplineKind::Codel | DisciplineKind::AdaptiveLifo
+        );
+        let given = [discipline.target, discipline.interval];
+        if !timed && given.iter().any(Option::is_some) {
+            return Err((
+                spanned.span(),
+                "target and interval belong to the codel and adaptive-lifo disciplines".into(),
+            ));
+        }
+        if given.iter().flatten().any(|duration| duration.micros() == 0) {
+            return Err((
+                spanned.span(),
+                "target and interval must be above zero".into(),
+            ));
+        }
+    }
+    if let Some(spanned) = &service.concurrency_limit {
+        let limit = spanned.get_ref();
+        if (limit.algorithm == LimitKind::Fixed) != limit.limit.is_some() {
+            return Err((
+                spanned.span(),
+                "`limit` is the fixed algorithm's, and the fixed algorithm needs it (limit = 100)"
+                    .into(),
+            ));
+        }
+        let (min, initial, max) = (
+            limit.min.map(|b| b.get()),
+            limit.initial.map(|b| b.get()),
+            limit.max.map(|b| b.get()),
+        );
+        let ordered = |low: Option<u64>, high: Option<u64>| match (low, high) {
+            (Some(low), Some(high)) => low <= high,
+            _ => true,
+        };
+        if !(ordered(min, initial) && ordered(initial, max) && ordered(min, max)) {
+            return Err((
+                spanned.span(),
+                "the concurrency limit's bounds must be in order: min <= initial <= max".into(),
             ));
         }
     }
