@@ -28,6 +28,9 @@ pub enum Distribution {
     Lognormal { mean: Duration, sigma: f64 },
     /// Uniform on `[min, max]`.
     Uniform { min: Duration, max: Duration },
+    /// `|N(mean, sd)|`: a normal draw folded at zero, as AWS's backoff simulator delays its
+    /// network messages (`abs(normalvariate(10, 2))` ms).
+    Normal { mean: Duration, sd: Duration },
 }
 
 impl Distribution {
@@ -39,6 +42,16 @@ impl Distribution {
                 mean.0 as f64
             }
             Distribution::Uniform { min, max } => (min.0 as f64 + max.0 as f64) / 2.0,
+            // The folded normal's mean: sd sqrt(2/pi) exp(-m^2/2sd^2) + m (1 - 2 Phi(-m/sd)).
+            Distribution::Normal { mean, sd } => {
+                let (m, s) = (mean.0 as f64, sd.0 as f64);
+                if s == 0.0 {
+                    return m;
+                }
+                let phi = |x: f64| 0.5 * (1.0 + libm::erf(x / std::f64::consts::SQRT_2));
+                s * (2.0 / std::f64::consts::PI).sqrt() * libm::exp(-m * m / (2.0 * s * s))
+                    + m * (1.0 - 2.0 * phi(-m / s))
+            }
         }
     }
 
@@ -54,6 +67,9 @@ impl Distribution {
             }
             Distribution::Uniform { min, max } => {
                 min.0 as f64 + (max.0 - min.0) as f64 * stream.unit()
+            }
+            Distribution::Normal { mean, sd } => {
+                (mean.0 as f64 + sd.0 as f64 * stream.standard_normal()).abs()
             }
         };
         // Round half up (values are never negative); `as` saturates, so a sample beyond u64
@@ -71,6 +87,7 @@ impl fmt::Display for Distribution {
                 write!(f, "lognormal, mean {mean}, sigma {sigma}")
             }
             Distribution::Uniform { min, max } => write!(f, "uniform {min}..{max}"),
+            Distribution::Normal { mean, sd } => write!(f, "|normal|, mean {mean}, sd {sd}"),
         }
     }
 }
@@ -90,6 +107,8 @@ struct Table {
     min: Option<Duration>,
     #[serde(skip_serializing_if = "Option::is_none")]
     max: Option<Duration>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    sd: Option<Duration>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
@@ -99,6 +118,7 @@ enum Kind {
     Exponential,
     Lognormal,
     Uniform,
+    Normal,
 }
 
 impl Table {
@@ -109,6 +129,7 @@ impl Table {
             ("sigma", self.sigma.is_some()),
             ("min", self.min.is_some()),
             ("max", self.max.is_some()),
+            ("sd", self.sd.is_some()),
         ];
         let (needs, shape): (&[&str], &str) = match self.distribution {
             Kind::Constant => (
@@ -126,6 +147,10 @@ impl Table {
             Kind::Uniform => (
                 &["min", "max"],
                 "{ distribution = \"uniform\", min = \"5ms\", max = \"15ms\" }",
+            ),
+            Kind::Normal => (
+                &["mean", "sd"],
+                "{ distribution = \"normal\", mean = \"10ms\", sd = \"2ms\" }",
             ),
         };
         if let Some((name, _)) = fields
@@ -167,6 +192,10 @@ impl Table {
                 }
                 Distribution::Uniform { min, max }
             }
+            Kind::Normal => Distribution::Normal {
+                mean: self.mean.expect("checked above"),
+                sd: self.sd.expect("checked above"),
+            },
         })
     }
 }
@@ -205,6 +234,7 @@ impl Serialize for Distribution {
             sigma: None,
             min: None,
             max: None,
+            sd: None,
         };
         let table = match *self {
             Distribution::Constant(value) => return value.serialize(serializer),
@@ -223,6 +253,12 @@ impl Serialize for Distribution {
                 distribution: Kind::Uniform,
                 min: Some(min),
                 max: Some(max),
+                ..empty
+            },
+            Distribution::Normal { mean, sd } => Table {
+                distribution: Kind::Normal,
+                mean: Some(mean),
+                sd: Some(sd),
                 ..empty
             },
         };
@@ -273,6 +309,13 @@ mod tests {
             (
                 "{ distribution = \"constant\", value = \"4ms\" }",
                 Distribution::Constant(Duration::from_ms(4)),
+            ),
+            (
+                "{ distribution = \"normal\", mean = \"10ms\", sd = \"2ms\" }",
+                Distribution::Normal {
+                    mean: Duration::from_ms(10),
+                    sd: Duration::from_ms(2),
+                },
             ),
         ];
         for (text, expected) in cases {
@@ -328,6 +371,15 @@ mod tests {
             Distribution::Uniform {
                 min: Duration::from_ms(1),
                 max: Duration::from_ms(3),
+            },
+            // Folded where it matters: half its mass would be negative unfolded.
+            Distribution::Normal {
+                mean: Duration::from_ms(0),
+                sd: Duration::from_ms(2),
+            },
+            Distribution::Normal {
+                mean: Duration::from_ms(10),
+                sd: Duration::from_ms(2),
             },
         ];
         for distribution in distributions {

@@ -117,6 +117,8 @@ enum Event {
     Reach(Key),
     /// A worker finishes its own work on a request.
     WorkDone(Key),
+    /// The write of a request reaches an optimistic row.
+    WriteArrives(Key),
     /// A response reaches the caller.
     Response(Key),
     /// A caller stops waiting for an attempt.
@@ -160,6 +162,8 @@ enum Stage {
         start: Micros,
     },
     Waiting,
+    /// Read from an optimistic row; its write is on its way.
+    Writing,
     Responding,
 }
 
@@ -388,6 +392,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             Event::Reach(attempt) => self.reach(attempt),
             Event::WorkDone(attempt) => self.work_done(attempt),
+            Event::WriteArrives(attempt) => self.write_row(attempt),
             Event::Response(attempt) => self.response(attempt),
             Event::Timeout(attempt) => self.timeout(attempt),
             Event::Capacity(service) => self.capacity_change(service),

@@ -28,6 +28,7 @@
 pub mod backoff;
 pub mod capacity;
 pub mod charts;
+pub mod claims;
 pub mod decide;
 pub mod decision;
 pub mod distribution;

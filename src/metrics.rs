@@ -7,12 +7,19 @@
 //! in which it was sent, an operation's success or failure to the bucket in which it ended, a
 //! duplicate write to the bucket in which it was committed.
 
+mod summary;
+
 use std::collections::BTreeMap;
 
 use crate::histogram::Histogram;
 use crate::outcome::FailureReason;
 use crate::service::ServiceRecord;
-use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+
+pub use summary::{
+    Better, HealthRule, Incident, METRICS, Metric, ServiceSummary, Summary, Unit, format_metric,
+    metric, metric_index, metric_names, parse_metric,
+};
+use crate::time::{MICROS_PER_SECOND, Micros};
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).
 const BUCKET_PRECISION: u32 = 7;
@@ -99,6 +106,8 @@ pub struct ServiceBucket {
     pub cancelled: u64,
     /// Crashes under overload.
     pub crashes: u64,
+    /// Writes to an optimistic row that collided with another.
+    pub collisions: u64,
     /// Worker time spent on rejections, in microseconds (`rejection_cost`).
     pub rejection_work_us: u64,
     /// Reset by a crash while queued, in service or waiting on a key.
@@ -138,6 +147,7 @@ impl ServiceBucket {
             + self.downstream_failures
             + self.shed
             + self.concurrency_limited
+            + self.collisions
     }
 
     /// Adds the counts of `other` (not its end-of-bucket state).
@@ -161,6 +171,7 @@ impl ServiceBucket {
         self.concurrency_limited += other.concurrency_limited;
         self.cancelled += other.cancelled;
         self.crashes += other.crashes;
+        self.collisions += other.collisions;
         self.rejection_work_us += other.rejection_work_us;
         self.resets += other.resets;
         self.replayed += other.replayed;
@@ -196,7 +207,7 @@ pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
 /// The counts of a [`ServiceBucket`] (but its wasted work, which is written in seconds), by the
 /// names `services.csv` and `summary.json` give them, in their column order.
-pub const SERVICE_COUNTS: [ServiceColumn; 23] = [
+pub const SERVICE_COUNTS: [ServiceColumn; 24] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
     ("status_checks", |b| b.status_checks),
@@ -216,6 +227,7 @@ pub const SERVICE_COUNTS: [ServiceColumn; 23] = [
     ("concurrency_limited", |b| b.concurrency_limited),
     ("cancelled", |b| b.cancelled),
     ("crashes", |b| b.crashes),
+    ("collisions", |b| b.collisions),
     ("resets", |b| b.resets),
     ("replayed", |b| b.replayed),
     ("writes", |b| b.writes),
@@ -341,6 +353,8 @@ pub struct Measurements {
     pub total_latency: Histogram,
     /// Sum of the latencies of successful operations, for an exact mean.
     pub latency_sum_us: u128,
+    /// The latency of the slowest successful operation.
+    pub latency_max_us: Micros,
     /// Each service's counts, in the model's order, with as many buckets as the users'.
     pub services: Vec<ServiceMeasurements>,
     /// The index of the service the users call.
@@ -363,6 +377,7 @@ pub struct Recorder {
     latency: Vec<Histogram>,
     total_latency: Histogram,
     latency_sum_us: u128,
+    latency_max_us: Micros,
     operations: u64,
     events: u64,
     peak_operations_in_flight: u64,
@@ -377,6 +392,7 @@ impl Recorder {
             latency: Vec::new(),
             total_latency: Histogram::new(TOTAL_PRECISION),
             latency_sum_us: 0,
+            latency_max_us: 0,
             operations: 0,
             events: 0,
             peak_operations_in_flight: 0,
@@ -408,6 +424,7 @@ impl Recorder {
         self.latency[index].record(latency);
         self.total_latency.record(latency);
         self.latency_sum_us += u128::from(latency);
+        self.latency_max_us = self.latency_max_us.max(latency);
     }
 
     /// An operation ended without success at `end`, for `reason`.
@@ -476,6 +493,7 @@ impl Recorder {
             latency,
             total_latency: self.total_latency,
             latency_sum_us: self.latency_sum_us,
+            latency_max_us: self.latency_max_us,
             services,
             entry,
             operations: self.operations,
@@ -484,164 +502,6 @@ impl Recorder {
             peak_attempts_in_flight: self.peak_attempts_in_flight,
         }
     }
-}
-
-/// One policy's results in a few numbers. See the README for each definition.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Summary {
-    /// Operations started.
-    pub operations: u64,
-    /// Operations that succeeded.
-    pub succeeded: u64,
-    /// `succeeded / operations`.
-    pub success_rate: f64,
-    /// Requests sent, first attempts and retries.
-    pub attempts: u64,
-    /// Status-endpoint requests sent.
-    pub status_checks: u64,
-    /// `(attempts + status_checks) / operations`: load per operation.
-    pub amplification: f64,
-    /// Writes beyond the first of one logical operation.
-    pub duplicate_writes: u64,
-    /// Operations that ended with their outcome unknown.
-    pub unknown_results: u64,
-    /// Attempts whose client stopped waiting.
-    pub timeouts: u64,
-    /// Mean latency of successful operations, ms.
-    pub mean_ms: Option<f64>,
-    /// Median latency of successful operations, ms.
-    pub p50_ms: Option<f64>,
-    /// 99th percentile latency of successful operations, ms.
-    pub p99_ms: Option<f64>,
-    /// Highest attempts per second of any bucket.
-    pub peak_attempts_rps: f64,
-    /// Worker seconds spent on requests whose client had given up.
-    pub wasted_work_s: f64,
-    /// Seconds from the end of the incident until the system is healthy for good; `None`
-    /// means never (within the run).
-    pub recovery_s: Option<f64>,
-}
-
-/// The names of the summary's metrics, as `summary.csv` spells them and as sweeps require or
-/// minimise them.
-pub const SUMMARY_METRICS: [&str; 15] = [
-    "operations",
-    "succeeded",
-    "success_rate",
-    "attempts",
-    "status_checks",
-    "amplification",
-    "duplicate_writes",
-    "unknown_results",
-    "timeouts",
-    "mean_ms",
-    "p50_ms",
-    "p99_ms",
-    "peak_attempts_rps",
-    "wasted_work_s",
-    "recovery_s",
-];
-
-/// Metrics that count things; their values print as integers.
-const COUNTS: [&str; 7] = [
-    "operations",
-    "succeeded",
-    "attempts",
-    "status_checks",
-    "duplicate_writes",
-    "unknown_results",
-    "timeouts",
-];
-
-/// Whether `metric` counts things.
-pub fn is_count(metric: &str) -> bool {
-    COUNTS.contains(&metric)
-}
-
-/// Formats a metric as `summary.csv` and a sweep's `results.csv` hold it: counts as integers,
-/// other values with six decimals, `never` for infinity, empty for undefined.
-pub fn format_metric(name: &str, value: f64) -> String {
-    if value.is_nan() {
-        String::new()
-    } else if value.is_infinite() {
-        "never".to_string()
-    } else if is_count(name) {
-        format!("{value:.0}")
-    } else {
-        format!("{value:.6}")
-    }
-}
-
-/// Reads a metric back from its text.
-pub fn parse_metric(text: &str) -> Result<f64, String> {
-    match text {
-        "" => Ok(f64::NAN),
-        "never" => Ok(f64::INFINITY),
-        _ => text
-            .parse()
-            .map_err(|_| format!("{text:?} is not a metric value")),
-    }
-}
-
-impl Summary {
-    /// The metric called `name` (one of [`SUMMARY_METRICS`]) as a number: NaN where it is
-    /// undefined (no successful operation has no latency), infinity for a recovery that never
-    /// came. `None` for an unknown name.
-    pub fn metric(&self, name: &str) -> Option<f64> {
-        let count = |value: u64| value as f64;
-        Some(match name {
-            "operations" => count(self.operations),
-            "succeeded" => count(self.succeeded),
-            "success_rate" => self.success_rate,
-            "attempts" => count(self.attempts),
-            "status_checks" => count(self.status_checks),
-            "amplification" => self.amplification,
-            "duplicate_writes" => count(self.duplicate_writes),
-            "unknown_results" => count(self.unknown_results),
-            "timeouts" => count(self.timeouts),
-            "mean_ms" => self.mean_ms.unwrap_or(f64::NAN),
-            "p50_ms" => self.p50_ms.unwrap_or(f64::NAN),
-            "p99_ms" => self.p99_ms.unwrap_or(f64::NAN),
-            "peak_attempts_rps" => self.peak_attempts_rps,
-            "wasted_work_s" => self.wasted_work_s,
-            "recovery_s" => self.recovery_s.unwrap_or(f64::INFINITY),
-            _ => return None,
-        })
-    }
-}
-
-/// One service's results in a few numbers: its share of the load and what it did with it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ServiceSummary {
-    /// The service's name.
-    pub name: String,
-    /// Requests its callers sent it (attempts and status checks) per user operation: how much
-    /// the retries above it multiplied the users' load.
-    pub amplification: f64,
-    /// The highest requests per second sent to it in any bucket.
-    pub peak_requests_rps: f64,
-    /// The longest its queue was at the end of a bucket.
-    pub peak_queue_len: u64,
-    /// Worker-seconds it spent on requests whose caller had given up.
-    pub wasted_work_s: f64,
-    /// Its counts over the whole run.
-    pub totals: ServiceBucket,
-}
-
-/// When the incident ends and how long the run's arrivals last, for [`Summary::recovery_s`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RecoveryWindow {
-    /// The last time capacity came back to its initial level (0 if it never dipped).
-    pub incident_end: Micros,
-    /// End of arrivals: buckets after it only drain.
-    pub duration: Micros,
-}
-
-/// A bucket is healthy when at most 1% of the operations that ended in it failed and retries
-/// add at most 10% to its first attempts.
-pub fn is_healthy(counts: &BucketCounts) -> bool {
-    let ended = counts.succeeded + counts.failed;
-    counts.failed * 100 <= ended && counts.retries * 10 <= counts.first_attempts
 }
 
 impl Measurements {
@@ -699,134 +559,12 @@ impl Measurements {
             })
             .collect()
     }
-
-    /// The summary of these measurements.
-    pub fn summary(&self, window: RecoveryWindow) -> Summary {
-        let total = |field: fn(&BucketCounts) -> u64| self.buckets.iter().map(field).sum::<u64>();
-        let operations = self.operations;
-        let succeeded = total(|b| b.succeeded);
-        let attempts = total(|b| b.attempts);
-        let status_checks = total(|b| b.status_checks);
-        let ratio = |numerator: u64| {
-            if operations == 0 {
-                0.0
-            } else {
-                numerator as f64 / operations as f64
-            }
-        };
-        let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
-        let bucket_s = self.bucket as f64 / MICROS_PER_SECOND as f64;
-        Summary {
-            operations,
-            succeeded,
-            success_rate: ratio(succeeded),
-            attempts,
-            status_checks,
-            amplification: ratio(attempts + status_checks),
-            duplicate_writes: total(|b| b.duplicate_writes),
-            unknown_results: total(|b| b.unknown_results),
-            timeouts: total(|b| b.timeouts),
-            mean_ms: (succeeded > 0).then(|| to_ms(self.latency_sum_us as f64 / succeeded as f64)),
-            p50_ms: self.total_latency.quantile(0.5).map(to_ms),
-            p99_ms: self.total_latency.quantile(0.99).map(to_ms),
-            peak_attempts_rps: self
-                .buckets
-                .iter()
-                .map(|b| b.attempts as f64 / bucket_s)
-                .fold(0.0, f64::max),
-            wasted_work_s: self
-                .services
-                .iter()
-                .flat_map(|service| &service.buckets)
-                .map(|b| b.wasted_work_us)
-                .sum::<u64>() as f64
-                / MICROS_PER_SECOND as f64,
-            recovery_s: self.recovery_s(window),
-        }
-    }
-
-    /// Seconds from the incident's end to the start of the first bucket from which every bucket
-    /// up to the end of arrivals is healthy ([`is_healthy`]); `None` if the last one is not.
-    fn recovery_s(&self, window: RecoveryWindow) -> Option<f64> {
-        let first = (window.incident_end / self.bucket) as usize;
-        let last = (window.duration.div_ceil(self.bucket) as usize).min(self.buckets.len());
-        if first >= last {
-            return Some(0.0);
-        }
-        let mut recovered = None;
-        for index in (first..last).rev() {
-            if !is_healthy(&self.buckets[index]) {
-                break;
-            }
-            recovered = Some(index);
-        }
-        recovered.map(|index| {
-            let start = (index as Micros * self.bucket).max(window.incident_end);
-            (start - window.incident_end) as f64 / MICROS_PER_SECOND as f64
-        })
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::decision::StopReason;
-
-    fn healthy() -> BucketCounts {
-        BucketCounts {
-            first_attempts: 100,
-            attempts: 100,
-            succeeded: 100,
-            ..BucketCounts::default()
-        }
-    }
-
-    fn storm() -> BucketCounts {
-        BucketCounts {
-            first_attempts: 100,
-            retries: 300,
-            attempts: 400,
-            succeeded: 20,
-            failed: 80,
-            ..BucketCounts::default()
-        }
-    }
-
-    fn measurements(buckets: Vec<BucketCounts>) -> Measurements {
-        let mut recorder = Recorder::new(MICROS_PER_SECOND);
-        recorder.operation_started();
-        let mut measurements = recorder.finish(Vec::new(), 0);
-        measurements.buckets = buckets;
-        measurements
-    }
-
-    #[test]
-    fn recovery_is_measured_from_the_incident_end_to_lasting_health() {
-        let run = measurements(vec![
-            healthy(),
-            storm(),
-            storm(),
-            healthy(),
-            storm(),
-            healthy(),
-            healthy(),
-        ]);
-        let window = |end_s: u64| RecoveryWindow {
-            incident_end: end_s * MICROS_PER_SECOND,
-            duration: 7 * MICROS_PER_SECOND,
-        };
-        // Healthy for good from bucket 5.
-        assert_eq!(run.recovery_s(window(2)), Some(3.0));
-        assert_eq!(run.recovery_s(window(6)), Some(0.0));
-        let never = measurements(vec![healthy(), storm()]);
-        assert_eq!(
-            never.recovery_s(RecoveryWindow {
-                incident_end: 0,
-                duration: 2 * MICROS_PER_SECOND
-            }),
-            None
-        );
-    }
 
     #[test]
     fn failures_are_counted_by_reason() {
@@ -860,19 +598,6 @@ mod tests {
     }
 
     #[test]
-    fn every_summary_metric_has_a_value() {
-        let summary = measurements(vec![healthy()]).summary(RecoveryWindow {
-            incident_end: 0,
-            duration: MICROS_PER_SECOND,
-        });
-        for name in SUMMARY_METRICS {
-            assert!(summary.metric(name).is_some(), "{name}");
-        }
-        assert_eq!(summary.metric("p99_ms").map(f64::is_nan), Some(true));
-        assert_eq!(summary.metric("nonsense"), None);
-    }
-
-    #[test]
     fn a_calling_services_capacity_is_measured_from_how_long_workers_were_held() {
         let bucket = ServiceBucket {
             workers_available: 50,
@@ -891,20 +616,4 @@ mod tests {
         assert_eq!(idle.capacity_rps(false, 10_000.0), None);
     }
 
-    #[test]
-    fn health_thresholds() {
-        assert!(is_healthy(&healthy()));
-        assert!(!is_healthy(&storm()));
-        let one_percent_failed = BucketCounts {
-            succeeded: 99,
-            failed: 1,
-            ..healthy()
-        };
-        assert!(is_healthy(&one_percent_failed));
-        let too_many_retries = BucketCounts {
-            retries: 11,
-            ..healthy()
-        };
-        assert!(!is_healthy(&too_many_retries));
-    }
 }

@@ -11,7 +11,7 @@ use crate::backoff::Jitter;
 use crate::capacity::CapacityCurve;
 use crate::decision::is_idempotent_method;
 use crate::distribution::Distribution;
-use crate::metrics::RecoveryWindow;
+use crate::metrics::{HealthRule, Incident};
 use crate::retry_after::RetryAfterMode;
 use toml::Spanned;
 
@@ -19,8 +19,10 @@ use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, DisciplineKind, InFlightRepeat,
     LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service, Start, Workload,
 };
-use crate::service::limit::LimitAlgorithm;
-use crate::service::queue::Discipline;
+use crate::service::limit::{
+    EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig,
+};
+use crate::service::queue::{self, Discipline};
 use crate::time::{MICROS_PER_SECOND, Micros};
 use crate::values::Probability;
 
@@ -44,6 +46,8 @@ pub struct Model {
     pub services: Vec<ServiceModel>,
     /// The service the users call.
     pub entry: ServiceId,
+    /// When a time bucket counts as healthy, for `recovery_s`.
+    pub health: HealthRule,
 }
 
 /// The user clients: who starts operations, what they call, and how they retry.
@@ -185,6 +189,8 @@ pub struct ServiceModel {
     pub cold_start: Option<ColdStartModel>,
     /// A cache in front of the work.
     pub cache: Option<CacheModel>,
+    /// One row written with optimistic concurrency: the status of a collision.
+    pub optimistic_row: Option<u16>,
 }
 
 /// The kinds of rejection, each with its own cost.
@@ -402,6 +408,13 @@ impl Model {
             },
             services,
             entry: topology.entry() as ServiceId,
+            health: scenario
+                .recovery
+                .as_ref()
+                .map_or_else(HealthRule::default, |rule| HealthRule {
+                    max_failed: rule.max_failed.get(),
+                    max_retries: rule.max_retries.get(),
+                }),
         }
     }
 
@@ -410,24 +423,31 @@ impl Model {
         &self.services[usize::from(self.entry)]
     }
 
-    /// The window recovery is measured in: from the end of the incident (the latest time a
-    /// capacity curve or the load curve returns to its starting level) to the end of arrivals.
-    pub fn recovery_window(&self) -> RecoveryWindow {
+    /// The incident (from the first time a capacity curve or the load curve leaves its
+    /// starting level to the last time one returns to it), the end of arrivals, and the rule
+    /// recovery is measured by.
+    pub fn incident(&self) -> Incident {
         let load = match &self.users.workload {
             Arrivals::Open {
                 load: Some(load), ..
-            } => load.incident_end(),
-            _ => 0,
+            } => Some(load),
+            _ => None,
         };
-        let capacity = self
-            .services
-            .iter()
-            .map(|service| service.capacity.incident_end())
-            .max()
+        let curves = || {
+            self.services
+                .iter()
+                .map(|service| &service.capacity)
+                .chain(load)
+        };
+        let start = curves()
+            .filter_map(|curve| curve.incidents().first().map(|&(start, _)| start))
+            .min()
             .unwrap_or(0);
-        RecoveryWindow {
-            incident_end: capacity.max(load),
+        Incident {
+            start,
+            end: curves().map(CapacityCurve::incident_end).max().unwrap_or(0),
             duration: self.duration,
+            health: self.health,
         }
     }
 }
@@ -518,6 +538,10 @@ impl ServiceModel {
                     },
                 }
             }),
+            optimistic_row: service
+                .optimistic_row
+                .as_ref()
+                .map(|row| row.get_ref().collision_status.get() as u16),
             cache: service.cache.as_ref().map(|cache| {
                 let cache = cache.get_ref();
                 CacheModel {
@@ -561,12 +585,15 @@ impl CallerPolicy {
 
 /// The queue discipline a service's `queue_discipline` table describes, defaults filled in.
 fn discipline(config: Option<&QueueDiscipline>) -> Discipline {
-    const MS: Micros = crate::time::MICROS_PER_MS;
     let Some(config) = config else {
         return Discipline::Fifo;
     };
-    let target = config.target.map_or(5 * MS, |target| target.micros());
-    let interval = config.interval.map_or(100 * MS, |interval| interval.micros());
+    let target = config
+        .target
+        .map_or(queue::DEFAULT_TARGET, |target| target.micros());
+    let interval = config
+        .interval
+        .map_or(queue::DEFAULT_INTERVAL, |interval| interval.micros());
     match config.kind {
         DisciplineKind::Fifo => Discipline::Fifo,
         DisciplineKind::Lifo => Discipline::Lifo,
@@ -575,13 +602,38 @@ fn discipline(config: Option<&QueueDiscipline>) -> Discipline {
     }
 }
 
-/// The limit algorithm a service's `concurrency_limit` table describes.
+/// The limit algorithm a service's `concurrency_limit` table describes: the published
+/// defaults, with the bounds the table gives.
 fn limit_algorithm(config: &ConcurrencyLimit) -> LimitAlgorithm {
+    let given = |bound: Option<crate::values::Bounded<1, 10_000_000>>, default: u64| {
+        bound.map_or(default, |bound| bound.get())
+    };
     match config.algorithm {
-        LimitKind::Fixed => LimitAlgorithm::Fixed(config.limit.map_or(1, |limit| limit.get())),
-        // The adaptive algorithms are wired when their module lands.
-        LimitKind::Vegas | LimitKind::Gradient2 | LimitKind::EnvoyGradient => {
-            LimitAlgorithm::Fixed(config.initial.map_or(20, |limit| limit.get()))
+        LimitKind::Fixed => LimitAlgorithm::Fixed(given(config.limit, 1)),
+        LimitKind::Vegas => {
+            let defaults = VegasConfig::default();
+            LimitAlgorithm::Vegas(VegasConfig {
+                initial_limit: given(config.initial, defaults.initial_limit),
+                max_concurrency: given(config.max, defaults.max_concurrency),
+                ..defaults
+            })
+        }
+        LimitKind::Gradient2 => {
+            let defaults = Gradient2Config::default();
+            LimitAlgorithm::Gradient2(Gradient2Config {
+                initial_limit: given(config.initial, defaults.initial_limit),
+                min_limit: given(config.min, defaults.min_limit),
+                max_concurrency: given(config.max, defaults.max_concurrency),
+                ..defaults
+            })
+        }
+        LimitKind::EnvoyGradient => {
+            let defaults = EnvoyGradientConfig::default();
+            LimitAlgorithm::EnvoyGradient(EnvoyGradientConfig {
+                min_concurrency: given(config.min, defaults.min_concurrency),
+                max_concurrency_limit: given(config.max, defaults.max_concurrency_limit),
+                ..defaults
+            })
         }
     }
 }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::engine::{AttemptRecord, Observer};
-use crate::metrics::{SERVICE_COUNTS, SERVICE_STATE, SUMMARY_METRICS, format_metric, is_count};
+use crate::metrics::{METRICS, SERVICE_COUNTS, SERVICE_STATE, Unit, format_metric, metric_names};
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
@@ -267,12 +267,12 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
     csv_bytes(&services_header(), rows)
 }
 
-/// One row per policy: the policy, every summary metric (see [`SUMMARY_METRICS`], formatted by
+/// One row per policy: the policy, every summary metric (see [`METRICS`], formatted by
 /// [`format_metric`]: `never` for a recovery that never came) and the events processed.
 pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
     let mut header: Vec<String> = ["policy"]
         .into_iter()
-        .chain(SUMMARY_METRICS)
+        .chain(metric_names())
         .chain(["events"])
         .map(str::to_string)
         .collect();
@@ -287,9 +287,11 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
     let rows =
         run.policies.iter().map(|policy| {
             let mut row = vec![policy.name.clone()];
-            row.extend(SUMMARY_METRICS.iter().map(|name| {
-                format_metric(name, policy.summary.metric(name).expect("a known metric"))
-            }));
+            row.extend(
+                METRICS
+                    .iter()
+                    .map(|metric| format_metric(metric, (metric.value)(&policy.summary))),
+            );
             row.push(policy.measurements.events.to_string());
             if run.has_topology() {
                 row.extend(
@@ -315,16 +317,16 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
         .map(|policy| {
             let mut object = Map::new();
             object.insert("policy".into(), json!(policy.name));
-            for name in SUMMARY_METRICS {
-                let value = policy.summary.metric(name).expect("a known metric");
+            for metric in &METRICS {
+                let value = (metric.value)(&policy.summary);
                 let value = if !value.is_finite() {
                     Value::Null
-                } else if is_count(name) {
+                } else if metric.unit == Unit::Count {
                     json!(value as u64)
                 } else {
                     json!((value * 1e6).round() / 1e6)
                 };
-                object.insert(name.into(), value);
+                object.insert(metric.name.into(), value);
             }
             let measurements = &policy.measurements;
             let upstream = measurements.upstream();

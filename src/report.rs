@@ -11,57 +11,15 @@ mod diagram;
 use std::fmt::Write as _;
 
 use crate::charts::{Chart, ChartError, Format, render};
+use crate::claims::{evaluate, number};
+use crate::metrics::METRICS;
 use crate::run::ScenarioRun;
 
 pub use diagram::topology_svg;
 
-/// What each summary column means, in the order of the table.
-const METRICS: [(&str, &str); 11] = [
-    (
-        "operations",
-        "Operations started: one per call a client made, however many attempts it took.",
-    ),
-    (
-        "success",
-        "Operations that succeeded, as a share of those started.",
-    ),
-    (
-        "amplification",
-        "Requests the upstream received per operation: attempts plus status checks, divided by operations. 1 means no retries.",
-    ),
-    (
-        "duplicate writes",
-        "Writes committed beyond the first for one logical operation: a customer charged twice.",
-    ),
-    (
-        "unknown results",
-        "Operations that ended with their outcome unknown: the write may or may not have happened, and someone has to reconcile it.",
-    ),
-    (
-        "timeouts",
-        "Attempts whose client stopped waiting before an answer came.",
-    ),
-    (
-        "p50 / p99",
-        "Median and 99th percentile latency of the operations that succeeded, from the first attempt to the answer, in milliseconds.",
-    ),
-    (
-        "peak attempts/s",
-        "The highest rate of attempts sent in any time bucket: the height of the second wave.",
-    ),
-    (
-        "wasted work",
-        "Worker-seconds the upstream spent on requests whose client had already given up.",
-    ),
-    (
-        "recovery",
-        "Seconds from the end of the incident until the system is healthy for good (at most 1% of operations failing, retries adding at most 10% to the first attempts); \"never\" if it is not healthy by the end of the run.",
-    ),
-    (
-        "failures by reason",
-        "Why operations ended without success: the retry decision's reasons (max-attempts, deadline-exhausted, not-transient, unknown-result, ...).",
-    ),
-];
+/// What the report's failures column means (the summary metrics explain themselves:
+/// [`METRICS`]).
+const FAILURES_MEANING: &str = "Why operations ended without success: the retry decision's reasons (max-attempts, deadline-exhausted, not-transient, unknown-result, ...).";
 
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
@@ -101,6 +59,8 @@ figure svg {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
 dt {{ font-weight: bold; margin-top: 0.6em; }}
 dd {{ margin-left: 1.5em; }}
 .meta {{ color: #555; }}
+.claims .held b {{ color: #00734d; }}
+.claims .failed b {{ color: #b33c00; }}
 </style>
 </head>
 <body>
@@ -168,7 +128,7 @@ dd {{ margin-left: 1.5em; }}
             topology_svg(&run.model)
         );
     }
-    page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
+    page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
     for policy in &run.policies {
         let summary = &policy.summary;
         // In the order of the reasons' names, as in summary.json.
@@ -181,17 +141,19 @@ dd {{ margin-left: 1.5em; }}
         failures.sort();
         let _ = writeln!(
             page,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
             escape(&policy.name),
             summary.operations,
             summary.success_rate * 100.0,
+            summary.goodput_rps,
             summary.amplification,
             summary.duplicate_writes,
             summary.unknown_results,
             summary.timeouts,
             optional(summary.p50_ms, 1),
             optional(summary.p99_ms, 1),
-            summary.peak_attempts_rps,
+            summary.peak_incident_rps,
+            summary.peak_after_rps,
             summary.wasted_work_s,
             summary
                 .recovery_s
@@ -204,6 +166,7 @@ dd {{ margin-left: 1.5em; }}
         );
     }
     page.push_str("</table></div>\n");
+    lesson(&mut page, run);
     if run.has_topology() {
         service_table(&mut page, run);
     }
@@ -238,16 +201,52 @@ dd {{ margin-left: 1.5em; }}
         );
     }
     page.push_str("<h2>What the numbers mean</h2>\n<dl>\n");
-    for (term, meaning) in METRICS {
+    let health = run.model.health;
+    let _ = writeln!(
+        page,
+        "<dt>health</dt><dd>A time bucket is healthy when at most {}% of the operations that ended in it failed and retries added at most {}% to its first attempts; recovery is measured to the first bucket from which every bucket up to the end of arrivals is healthy.</dd>",
+        health.max_failed * 100.0,
+        health.max_retries * 100.0
+    );
+    for metric in &METRICS {
         let _ = writeln!(
             page,
             "<dt>{}</dt><dd>{}</dd>",
-            escape(term),
-            escape(meaning)
+            escape(metric.name),
+            escape(metric.meaning)
         );
     }
+    let _ = writeln!(
+        page,
+        "<dt>failures by reason</dt><dd>{}</dd>",
+        escape(FAILURES_MEANING)
+    );
     page.push_str("</dl>\n<p class=\"meta\">Written by retrystorm. The same scenario and seed give the same page.</p>\n</body>\n</html>\n");
     Ok(page.into_bytes())
+}
+
+/// The scenario's claims and whether each held.
+fn lesson(page: &mut String, run: &ScenarioRun) {
+    let claims = evaluate(run);
+    if claims.is_empty() {
+        return;
+    }
+    page.push_str("<h2>Lesson</h2>\n<ul class=\"claims\">\n");
+    for claim in claims {
+        let _ = writeln!(
+            page,
+            "<li class=\"{}\"><b>{}</b>: {} ({} against {}){}</li>",
+            if claim.held { "held" } else { "failed" },
+            if claim.held { "held" } else { "did not hold" },
+            escape(&claim.claim),
+            escape(&number(claim.value)),
+            escape(&number(claim.against)),
+            claim
+                .why
+                .map_or_else(String::new, |why| format!(". {}", escape(&why)))
+        );
+    }
+    page.push_str("</ul>\n");
 }
 
 /// One row per policy and service: the load its callers put on it per user operation, and

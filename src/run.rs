@@ -57,7 +57,7 @@ pub fn run_model(name: String, model: Model, observer: &mut impl Observer) -> Po
     let wall = started.elapsed();
     PolicyRun {
         name,
-        summary: measurements.summary(model.recovery_window()),
+        summary: measurements.summary(model.incident()),
         services: measurements.service_summaries(),
         measurements,
         model,

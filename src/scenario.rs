@@ -22,7 +22,7 @@ use toml::Spanned;
 pub use load::{Override, ScenarioError, load, load_str};
 pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind,
-    QueueDiscipline, RejectionCost,
+    OptimisticRow, QueueDiscipline, RejectionCost,
 };
 
 use crate::backoff::Jitter;
@@ -59,9 +59,69 @@ pub struct Scenario {
     /// A topology: services that call each other, each named (instead of `[upstream]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub service: Vec<Spanned<Service>>,
+    /// When a time bucket counts as healthy, for `recovery_s` (default: at most 1% of the
+    /// operations ending in it failed, and retries added at most 10% to its first attempts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery: Option<RecoveryRule>,
     /// The retry policies to compare (default: one policy with the article's settings).
     #[serde(default = "defaults::policies")]
     pub policy: Vec<Policy>,
+    /// The lesson, as claims about the policies' metrics that every run checks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect: Vec<Spanned<Expect>>,
+}
+
+/// `[[expect]]`: one claim of the scenario's lesson. Exactly one of `better_than`, `at_least`
+/// and `at_most`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    /// The policy the claim is about.
+    pub policy: String,
+    /// A summary metric (`success_rate`, `recovery_s`, ...); with `window`, one of
+    /// `goodput_rps`, `failed_rps`, `success_rate`, `attempts_rps`, `peak_attempts_rps`,
+    /// `amplification` over the window.
+    pub metric: String,
+    /// The policy beats this one on the metric (in the metric's better direction).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub better_than: Option<String>,
+    /// With `better_than`: by more than this fraction of the other's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<Probability>,
+    /// The metric is at least this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_least: Option<f64>,
+    /// The metric is at most this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_most: Option<f64>,
+    /// Compare over this time window only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window: Option<ExpectWindow>,
+    /// Why the lesson says so, shown with the result.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+}
+
+/// `window = { from = "20s", to = "40s" }`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectWindow {
+    /// Start of the window.
+    pub from: Duration,
+    /// End of the window (exclusive).
+    pub to: Duration,
+}
+
+/// `[recovery]`: the health rule behind `recovery_s`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecoveryRule {
+    /// The largest share of the operations ending in a bucket that may fail (default 0.01).
+    #[serde(default = "defaults::max_failed")]
+    pub max_failed: Probability,
+    /// The largest ratio of retries to first attempts in a bucket (default 0.1).
+    #[serde(default = "defaults::max_retries")]
+    pub max_retries: Factor,
 }
 
 /// `[clients]`.
@@ -240,6 +300,10 @@ pub struct Service {
     /// A cache in front of the work, cold after a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Spanned<Cache>>,
+    /// The service is one row written with optimistic concurrency control: concurrent
+    /// writers collide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimistic_row: Option<Spanned<OptimisticRow>>,
     /// The services this one calls, in order, for every request it serves (after its own
     /// `service_time`); the worker is held until the last call returns. Empty: a leaf, where
     /// the data lives and writes are committed.
@@ -450,6 +514,12 @@ mod defaults {
 
     pub fn seed() -> u64 {
         1
+    }
+    pub fn max_failed() -> Probability {
+        Probability(0.01)
+    }
+    pub fn max_retries() -> Factor {
+        Factor(0.1)
     }
     pub fn bucket() -> Spanned<Duration> {
         Spanned::new(0..0, Duration::from_ms(1000))

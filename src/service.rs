@@ -71,6 +71,8 @@ struct RequestRecord {
     arrived: Micros,
     in_flight: u64,
     miss: bool,
+    /// The optimistic row's version the request read.
+    version: u64,
 }
 
 /// A running service.
@@ -93,6 +95,8 @@ pub struct Service<'m> {
     requests: Vec<RequestRecord>,
     /// Crash, restart, cold start, cache warmth.
     pub health: Health,
+    /// An optimistic row's version: writes so far.
+    row_version: u64,
     rate_limiter: Option<RateLimiter>,
     keys: Vec<KeyRecord>,
     waiting_on_key: BTreeMap<u32, Vec<Key>>,
@@ -128,6 +132,7 @@ impl<'m> Service<'m> {
             cache_random: Stream::owned(seed, Purpose::Cache, id),
             requests: Vec::new(),
             health: Health::new(model),
+            row_version: 0,
             rate_limiter: model
                 .rate_limit
                 .as_ref()
@@ -366,6 +371,22 @@ impl<'m> Service<'m> {
                 &mut self.limit_random,
             );
         }
+    }
+
+    /// Request `attempt` reads the optimistic row's version.
+    pub fn read_row(&mut self, attempt: Key) {
+        let version = self.row_version;
+        self.request(attempt).version = version;
+    }
+
+    /// The write of request `attempt` reaches the optimistic row: it succeeds (and the version
+    /// moves on) only if nobody wrote since the request read it.
+    pub fn write_row(&mut self, attempt: Key) -> bool {
+        if self.request(attempt).version != self.row_version {
+            return false;
+        }
+        self.row_version += 1;
+        true
     }
 
     /// A rejection of `kind` at `now` costs a worker's time: a free worker pays it at once

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::engine::Quiet;
-use crate::metrics::{SUMMARY_METRICS, format_metric};
+use crate::metrics::{METRICS, format_metric};
 use crate::model::Model;
 use crate::run::run_model;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
@@ -400,7 +400,7 @@ pub struct ResultRow {
     pub point: usize,
     /// Index of the seed in the sweep's seed list.
     pub seed_index: usize,
-    /// Metric values in the order of [`SUMMARY_METRICS`], formatted.
+    /// Metric values in the order of [`METRICS`], formatted.
     pub metrics: Vec<String>,
 }
 
@@ -422,11 +422,9 @@ impl PreparedSweep {
                 ResultRow {
                     point,
                     seed_index,
-                    metrics: SUMMARY_METRICS
+                    metrics: METRICS
                         .iter()
-                        .map(|name| {
-                            format_metric(name, summary.metric(name).expect("a known metric"))
-                        })
+                        .map(|metric| format_metric(metric, (metric.value)(&summary)))
                         .collect(),
                 }
             })
@@ -525,7 +523,8 @@ mod tests {
             ("p99_ms", f64::NAN, ""),
             ("recovery_s", f64::INFINITY, "never"),
         ] {
-            assert_eq!(format_metric(name, value), text);
+            let metric = crate::metrics::metric(name).expect("a known metric");
+            assert_eq!(format_metric(metric, value), text);
             let back = parse_metric(text).unwrap();
             assert!(back == value || (back.is_nan() && value.is_nan()));
         }

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use rayon::prelude::*;
 use retrystorm::charts::{Chart, Format, render};
+use retrystorm::claims::evaluate;
 use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace, write_atomic};
 use retrystorm::report::report_html;
@@ -291,11 +292,13 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
         "policy",
         "operations",
         "success",
+        "goodput/s",
         "amplif.",
         "dup.writes",
         "unknown",
         "p99 ms",
-        "peak rps",
+        "peak in",
+        "peak after",
         "recovery",
     ]
     .iter()
@@ -319,13 +322,15 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
                 policy.name.clone(),
                 summary.operations.to_string(),
                 format!("{:.2}%", summary.success_rate * 100.0),
+                format!("{:.1}", summary.goodput_rps),
                 format!("{:.3}", summary.amplification),
                 summary.duplicate_writes.to_string(),
                 summary.unknown_results.to_string(),
                 summary
                     .p99_ms
                     .map_or_else(|| "-".into(), |p99| format!("{p99:.1}")),
-                format!("{:.0}", summary.peak_attempts_rps),
+                format!("{:.0}", summary.peak_incident_rps),
+                format!("{:.0}", summary.peak_after_rps),
                 summary
                     .recovery_s
                     .map_or_else(|| "never".into(), |seconds| format!("{seconds:.1}s")),
@@ -365,6 +370,13 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
     line(header.iter().map(String::as_str).collect());
     for row in &rows {
         line(row.iter().map(String::as_str).collect());
+    }
+    let claims = evaluate(run);
+    if !claims.is_empty() {
+        println!("  lesson:");
+        for claim in claims {
+            println!("    {claim}");
+        }
     }
 }
 

@@ -208,14 +208,53 @@ impl<'a, O: Observer> Engine<'a, O> {
         let Some(held) = self.held(key) else {
             return;
         };
-        if !held.status_check
-            && !self.model.services[usize::from(held.service)]
-                .calls
-                .is_empty()
-        {
+        let model = &self.model.services[usize::from(held.service)];
+        if !held.status_check && !model.calls.is_empty() {
             return self.start_call(held.service, key, 0);
         }
+        if !held.status_check && model.optimistic_row.is_some() {
+            return self.read_row(key, held);
+        }
         self.complete(key, held);
+    }
+
+    /// An optimistic row: the worker has read the row's version for request `key`; the write
+    /// carrying it arrives two network delays later (the answer to the read, then the write).
+    fn read_row(&mut self, key: Key, held: Held) {
+        let (id, now) = (held.service, self.now);
+        let service = self.service(id);
+        service.release_worker_after(now, held.start, held.caller_waiting);
+        service.read_row(key);
+        self.attempts.get_mut(key).expect("live attempt").stage = Stage::Writing;
+        let latency = &self.model.network.latency;
+        let travel = latency.sample(&mut self.network) + latency.sample(&mut self.network);
+        self.events.push(now + travel, Event::WriteArrives(key));
+        self.dispatch(id);
+    }
+
+    /// The write of request `key` reaches its optimistic row: it succeeds if the row still has
+    /// the version the request read, else it collides. A row that is down meanwhile resets it.
+    pub(super) fn write_row(&mut self, key: Key) {
+        let Some(attempt) = self.attempts.get(key) else {
+            return;
+        };
+        if attempt.stage != Stage::Writing {
+            return;
+        }
+        let (id, operation_key, now) = (attempt.service, attempt.operation, self.now);
+        if self.service(id).refusal().is_some() {
+            self.leave_service(key);
+            return self.reply(key, Reply::Reset);
+        }
+        if self.service(id).write_row(key) {
+            return self.answer_served(key, id, operation_key, false);
+        }
+        self.service(id).counts(now).collisions += 1;
+        self.leave_service(key);
+        let status = self.model.services[usize::from(id)]
+            .optimistic_row
+            .expect("a request writes only to an optimistic row");
+        self.reply(key, Reply::Error(status));
     }
 
     /// What a worker holding `key` needs to let go of it; `None` if no worker holds it (a
@@ -255,13 +294,21 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// data lives, stores the key's result, answers, and takes the next request.
     #[inline]
     fn complete(&mut self, key: Key, held: Held) {
-        let (id, operation_key, status_check, now) =
-            (held.service, held.operation, held.status_check, self.now);
+        let (id, now) = (held.service, self.now);
         let service = self.service(id);
         service.release_worker_after(now, held.start, held.caller_waiting);
+        service.ended(now, key, true, !held.caller_waiting);
+        self.answer_served(key, id, held.operation, held.status_check);
+        self.dispatch(id);
+    }
+
+    /// A request was served: the service commits a write where the data lives, stores the
+    /// key's result and answers (a status check with what it knows).
+    fn answer_served(&mut self, key: Key, id: ServiceId, operation_key: Key, status_check: bool) {
+        let now = self.now;
+        let service = self.service(id);
         service.counts(now).served += 1;
         service.health.served();
-        service.ended(now, key, true, !held.caller_waiting);
         let operation = self.operations.get(operation_key).expect("live operation");
         let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
         let reply = if status_check {
@@ -299,7 +346,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             Reply::Ok
         };
         self.reply(key, reply);
-        self.dispatch(id);
     }
 
     /// A downstream call failed for good: the service answers its failure status.

@@ -142,6 +142,25 @@ pub struct ColdStart {
     pub time: Option<Duration>,
 }
 
+/// `optimistic_row = { collision_status = 503 }`: the service is one row with a version, as in
+/// AWS's backoff simulation (M. Brooker, "Exponential Backoff And Jitter", AWS Architecture
+/// Blog, 2015). A request reads the row when a worker has done its `service_time`, and its
+/// write, carrying the version read, arrives two network delays later (the answer to the read
+/// and the write itself travel). The write succeeds only if nobody wrote in between; else it
+/// is a collision, answered with `collision_status`, which the caller retries.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OptimisticRow {
+    /// The answer to a collision (default 503, so that the article's decision retries it:
+    /// 409 would be final).
+    #[serde(default = "default_collision_status")]
+    pub collision_status: Bounded<400, 599>,
+}
+
+fn default_collision_status() -> Bounded<400, 599> {
+    Bounded(503)
+}
+
 /// `cache = { hit_ratio = 0.9, hit_time = "1ms", fill = "look-aside", fills = 1000 }`: a
 /// cache in front of the work. A hit costs `hit_time`, a miss `service_time`. The hit ratio
 /// is `hit_ratio` until the service restarts; then it starts at 0 and each fill moves it

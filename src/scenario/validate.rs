@@ -55,7 +55,8 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     validate_clients(scenario)?;
     validate_topology(scenario, duration_span)?;
     validate_services(scenario)?;
-    validate_policies(scenario)
+    validate_policies(scenario)?;
+    validate_claims(scenario)
 }
 
 fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
@@ -280,6 +281,14 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
             ));
         }
     }
+    if let Some(row) = &service.optimistic_row
+        && !service.calls.is_empty()
+    {
+        return Err((
+            row.span(),
+            "an optimistic row holds data: it cannot call other services".into(),
+        ));
+    }
     if let Some(spanned) = &service.queue_discipline {
         let discipline = spanned.get_ref();
         let timed = matches!(
@@ -309,6 +318,23 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
                     .into(),
             ));
         }
+        let unused = match limit.algorithm {
+            LimitKind::Fixed => [("initial", limit.initial), ("min", limit.min), ("max", limit.max)]
+                .into_iter()
+                .find(|(_, given)| given.is_some()),
+            LimitKind::Vegas => limit.min.map(|min| ("min", Some(min))),
+            LimitKind::EnvoyGradient => limit.initial.map(|initial| ("initial", Some(initial))),
+            LimitKind::Gradient2 => None,
+        };
+        if let Some((name, _)) = unused {
+            return Err((
+                spanned.span(),
+                format!(
+                    "`{name}` has no meaning for the {:?} algorithm (Vegas has no floor but 1; Envoy starts at its floor, min; fixed has only limit)",
+                    limit.algorithm
+                ),
+            ));
+        }
         let (min, initial, max) = (
             limit.min.map(|b| b.get()),
             limit.initial.map(|b| b.get()),
@@ -323,6 +349,112 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
                 spanned.span(),
                 "the concurrency limit's bounds must be in order: min <= initial <= max".into(),
             ));
+        }
+    }
+    Ok(())
+}
+
+/// Each claim names policies of the scenario and a metric it can compare, one comparison, and
+/// a window inside the run.
+fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
+    let names: Vec<&str> = scenario
+        .policy
+        .iter()
+        .map(|policy| policy.name.get_ref().as_str())
+        .collect();
+    let known = |name: &str, span: Range<usize>| -> Result<(), Problem> {
+        if names.contains(&name) {
+            return Ok(());
+        }
+        let hint = crate::suggest::did_you_mean(name, names.iter().copied())
+            .map(|near| format!(" (did you mean {near:?}?)"))
+            .unwrap_or_default();
+        Err((
+            span,
+            format!(
+                "a claim names policy {name:?}, which the scenario does not have{hint}; its policies are {}",
+                names.join(", ")
+            ),
+        ))
+    };
+    for spanned in &scenario.expect {
+        let (claim, span) = (spanned.get_ref(), spanned.span());
+        known(&claim.policy, span.clone())?;
+        let comparisons = [
+            claim.better_than.is_some(),
+            claim.at_least.is_some(),
+            claim.at_most.is_some(),
+        ];
+        if comparisons.iter().filter(|given| **given).count() != 1 {
+            return Err((
+                span,
+                "a claim needs exactly one of better_than = \"<policy>\", at_least = <value> and at_most = <value>".into(),
+            ));
+        }
+        if let Some(other) = &claim.better_than {
+            known(other, span.clone())?;
+            if *other == claim.policy {
+                return Err((span, "a policy cannot beat itself".into()));
+            }
+        } else if claim.margin.is_some() {
+            return Err((span, "margin goes with better_than".into()));
+        }
+        let windowed = claim.window.is_some();
+        match crate::claims::direction(&claim.metric, windowed) {
+            Some(crate::metrics::Better::Neither) => {
+                return Err((
+                    span,
+                    format!(
+                        "`{}` describes the scenario, no policy does better on it",
+                        claim.metric
+                    ),
+                ));
+            }
+            Some(_) => {}
+            None if windowed => {
+                let valid: Vec<&str> = crate::claims::WINDOW_METRICS
+                    .iter()
+                    .map(|(name, _)| *name)
+                    .collect();
+                return Err((
+                    span,
+                    format!(
+                        "`{}` cannot be taken over a window; valid: {}",
+                        claim.metric,
+                        valid.join(", ")
+                    ),
+                ));
+            }
+            None => {
+                let valid: Vec<&str> = crate::metrics::metric_names().collect();
+                return Err((
+                    span,
+                    format!(
+                        "unknown metric `{}`; valid: {}",
+                        claim.metric,
+                        valid.join(", ")
+                    ),
+                ));
+            }
+        }
+        if let Some(window) = &claim.window
+            && window.from >= window.to
+        {
+            return Err((
+                span,
+                format!(
+                    "the window from {} to {} is empty; `from` must come before `to`",
+                    window.from, window.to
+                ),
+            ));
+        }
+        if claim
+            .at_least
+            .into_iter()
+            .chain(claim.at_most)
+            .any(|bound| !bound.is_finite())
+        {
+            return Err((span, "at_least and at_most must be finite numbers".into()));
         }
     }
     Ok(())

@@ -191,6 +191,7 @@ mod tests {
             crash,
             cold_start: cold,
             cache,
+            optimistic_row: None,
         }
     }
 

@@ -21,7 +21,7 @@ use serde::Serialize;
 use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric};
 use crate::charts::heatmap::{self, HeatmapData};
 use crate::charts::{ChartError, Format};
-use crate::metrics::SUMMARY_METRICS;
+use crate::metrics::{METRICS, metric_index, metric_names};
 use crate::scenario::Policy;
 
 /// A file to write: its name in the sweep's folder and its bytes.
@@ -106,7 +106,7 @@ fn csv_bytes(header: &[String], rows: &[Vec<String>]) -> Vec<u8> {
 fn results_header(spec: &SweepSpec) -> Vec<String> {
     let mut header = vec!["point".to_string(), "seed".to_string()];
     header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
-    header.extend(SUMMARY_METRICS.iter().map(|name| name.to_string()));
+    header.extend(metric_names().map(str::to_string));
     header
 }
 
@@ -180,7 +180,7 @@ impl Aggregate {
             .map(|point| {
                 let of_point: Vec<&ResultRow> =
                     rows.iter().filter(|row| row.point == point).collect();
-                (0..SUMMARY_METRICS.len())
+                (0..METRICS.len())
                     .map(|metric| {
                         let samples: Vec<f64> = of_point
                             .iter()
@@ -197,10 +197,7 @@ impl Aggregate {
     }
 
     fn mean(&self, point: usize, metric: &str) -> f64 {
-        let index = SUMMARY_METRICS
-            .iter()
-            .position(|name| *name == metric)
-            .expect("a known metric");
+        let index = metric_index(metric).expect("a known metric");
         self.values[point][index].0
     }
 }
@@ -210,7 +207,7 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
     let mut header = vec!["point".to_string()];
     header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
     header.push("seeds".into());
-    for name in SUMMARY_METRICS {
+    for name in metric_names() {
         header.extend([
             format!("{name}_mean"),
             format!("{name}_ci_low"),
@@ -309,10 +306,7 @@ fn recommendation(prepared: &PreparedSweep, aggregate: &Aggregate) -> Result<Str
         spec.describe_point(best)
     );
     if let Some(metric) = prepared.minimize {
-        let index = SUMMARY_METRICS
-            .iter()
-            .position(|name| *name == metric)
-            .expect("a known metric");
+        let index = metric_index(metric).expect("a known metric");
         let (mean, half_width) = aggregate.values[best][index];
         let _ = write!(text, " ({metric} {}", aggregate_text(mean));
         if !half_width.is_nan() {

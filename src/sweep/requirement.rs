@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metrics::SUMMARY_METRICS;
+use crate::metrics::metric_names;
 use crate::suggest::did_you_mean;
 
 /// A comparison.
@@ -54,21 +54,17 @@ impl Comparison {
     }
 }
 
-/// A metric name checked against [`SUMMARY_METRICS`].
+/// A metric name checked against the summary's metrics.
 pub fn metric_name(name: &str) -> Result<&'static str, String> {
-    SUMMARY_METRICS
-        .iter()
-        .find(|metric| **metric == name)
-        .copied()
-        .ok_or_else(|| {
-            let hint = did_you_mean(name, SUMMARY_METRICS)
-                .map(|near| format!(" (did you mean `{near}`?)"))
-                .unwrap_or_default();
-            format!(
-                "unknown metric `{name}`{hint}; valid: {}",
-                SUMMARY_METRICS.join(", ")
-            )
-        })
+    metric_names().find(|metric| *metric == name).ok_or_else(|| {
+        let hint = did_you_mean(name, metric_names())
+            .map(|near| format!(" (did you mean `{near}`?)"))
+            .unwrap_or_default();
+        format!(
+            "unknown metric `{name}`{hint}; valid: {}",
+            metric_names().collect::<Vec<_>>().join(", ")
+        )
+    })
 }
 
 /// `METRIC OP VALUE`, evaluated on the mean over a point's seeds.

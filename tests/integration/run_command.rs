@@ -83,7 +83,12 @@ fn the_bundled_scenario_runs_and_writes_every_file() {
         "unknown_results",
         "p50_ms",
         "p99_ms",
-        "peak_attempts_rps",
+        "max_ms",
+        "goodput_rps",
+        "peak_incident_rps",
+        "peak_after_rps",
+        "incident_goodput_rps",
+        "incident_failed",
         "wasted_work_s",
         "recovery_s",
     ] {
@@ -238,10 +243,17 @@ fn trace_has_one_row_per_attempt() {
         "policy,client,operation,attempt,send_ms,end_ms,outcome,status,retry_after_ms,next_delay_ms,reason\n"
     ));
     let summary = std::fs::read_to_string(folder.join("summary.csv")).unwrap();
+    let column = summary
+        .lines()
+        .next()
+        .unwrap()
+        .split(',')
+        .position(|name| name == "attempts")
+        .unwrap();
     let attempts: u64 = summary
         .lines()
         .skip(1)
-        .map(|line| line.split(',').nth(4).unwrap().parse::<u64>().unwrap())
+        .map(|line| line.split(',').nth(column).unwrap().parse::<u64>().unwrap())
         .sum();
     assert_eq!(trace.lines().count() as u64 - 1, attempts);
     // No partial files are left behind.

@@ -1,0 +1,197 @@
+//! A scenario's lesson, stated as claims and checked on every run.
+//!
+//! A bundled scenario teaches something ("jitter spreads the retries"), and a lesson counts
+//! only if the numbers agree with it. So a scenario states its lesson as `[[expect]]` claims
+//! about its policies' metrics: that one policy beats another on a metric (by a margin), or that
+//! a policy's metric is above or below a value, over the whole run or in a time window. `run`
+//! prints whether each held and `report.html` shows them; the test suite runs every bundled
+//! scenario and fails if a claim does not hold.
+//!
+//! Which way is "better" comes from the metric ([`crate::metrics::Better`]): more success and
+//! goodput, less load, latency, failure and recovery time. A recovery that never came counts as
+//! infinitely long, so a policy that recovers beats one that does not.
+
+use std::fmt;
+
+use crate::metrics::{Better, Measurements, metric};
+use crate::run::{PolicyRun, ScenarioRun};
+use crate::scenario::{Expect, ExpectWindow};
+use crate::time::{MICROS_PER_SECOND, Micros};
+
+/// The metrics a claim may restrict to a time window, computed from the buckets in it.
+pub const WINDOW_METRICS: [(&str, Better); 6] = [
+    ("goodput_rps", Better::Higher),
+    ("failed_rps", Better::Lower),
+    ("success_rate", Better::Higher),
+    ("attempts_rps", Better::Lower),
+    ("peak_attempts_rps", Better::Lower),
+    ("amplification", Better::Lower),
+];
+
+/// Whether a claim held, with the values it compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClaimResult {
+    /// The claim in words: `full jitter beats no jitter on success_rate by 5%`.
+    pub claim: String,
+    /// The claimed policy's value.
+    pub value: f64,
+    /// What it was compared with: the other policy's value, or the bound.
+    pub against: f64,
+    /// Whether it held.
+    pub held: bool,
+    /// Why the scenario claims it, if it says.
+    pub why: Option<String>,
+}
+
+impl fmt::Display for ClaimResult {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}: {} ({} against {})",
+            if self.held { "held" } else { "did not hold" },
+            self.claim,
+            number(self.value),
+            number(self.against)
+        )
+    }
+}
+
+/// A metric's value as the claims print it.
+pub fn number(value: f64) -> String {
+    if value.is_infinite() {
+        "never".into()
+    } else if value.is_nan() {
+        "undefined".into()
+    } else if value.abs() >= 100.0 || value == value.trunc() {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.3}")
+    }
+}
+
+/// The direction of `name`, if it is a metric a claim can use (with a window or without).
+pub fn direction(name: &str, windowed: bool) -> Option<Better> {
+    if windowed {
+        WINDOW_METRICS
+            .iter()
+            .find(|(metric, _)| *metric == name)
+            .map(|&(_, better)| better)
+    } else {
+        metric(name).map(|metric| metric.better)
+    }
+}
+
+/// Checks every claim of the run's scenario.
+pub fn evaluate(run: &ScenarioRun) -> Vec<ClaimResult> {
+    run.scenario
+        .expect
+        .iter()
+        .map(|claim| check(run, claim.get_ref()))
+        .collect()
+}
+
+fn policy<'a>(run: &'a ScenarioRun, name: &str) -> &'a PolicyRun {
+    run.policies
+        .iter()
+        .find(|policy| policy.name == name)
+        .expect("validated: claims name policies of the scenario")
+}
+
+/// The value a claim compares for `policy`.
+fn value(policy: &PolicyRun, claim: &Expect) -> f64 {
+    match &claim.window {
+        None => policy
+            .summary
+            .metric(&claim.metric)
+            .expect("validated: claims name summary metrics"),
+        Some(window) => window_metric(
+            &policy.measurements,
+            &claim.metric,
+            window.from.micros(),
+            window.to.micros(),
+        ),
+    }
+}
+
+/// `metric` (one of [`WINDOW_METRICS`]) over the buckets that overlap `[from, to)`.
+pub fn window_metric(measurements: &Measurements, metric: &str, from: Micros, to: Micros) -> f64 {
+    let range = measurements.buckets_between(from, to);
+    let seconds = range.len() as f64 * measurements.bucket as f64 / MICROS_PER_SECOND as f64;
+    let buckets = &measurements.buckets[range];
+    let sum = |field: fn(&crate::metrics::BucketCounts) -> u64| {
+        buckets.iter().map(field).sum::<u64>() as f64
+    };
+    let per_second = |count: f64| {
+        if seconds > 0.0 {
+            count / seconds
+        } else {
+            f64::NAN
+        }
+    };
+    match metric {
+        "goodput_rps" => per_second(sum(|b| b.succeeded)),
+        "failed_rps" => per_second(sum(|b| b.failed)),
+        "success_rate" => sum(|b| b.succeeded) / (sum(|b| b.succeeded) + sum(|b| b.failed)),
+        "attempts_rps" => per_second(sum(|b| b.attempts)),
+        "peak_attempts_rps" => buckets
+            .iter()
+            .map(|b| b.attempts as f64)
+            .fold(f64::NAN, f64::max)
+            / (measurements.bucket as f64 / MICROS_PER_SECOND as f64),
+        "amplification" => sum(|b| b.attempts) / sum(|b| b.first_attempts),
+        _ => unreachable!("validated: windowed claims name window metrics"),
+    }
+}
+
+fn check(run: &ScenarioRun, claim: &Expect) -> ClaimResult {
+    let better = direction(&claim.metric, claim.window.is_some())
+        .expect("validated: claims name metrics");
+    let value = value(policy(run, &claim.policy), claim);
+    let window = claim.window.as_ref().map_or_else(String::new, describe_window);
+    let margin = claim.margin.map_or(0.0, |margin| margin.get());
+    let (claimed, against, held) = if let Some(other) = &claim.better_than {
+        let against = self::value(policy(run, other), claim);
+        let held = match better {
+            Better::Higher => value > against * (1.0 + margin),
+            Better::Lower => value < against * (1.0 - margin),
+            Better::Neither => false,
+        };
+        let by = if margin > 0.0 {
+            format!(" by more than {}%", number(margin * 100.0))
+        } else {
+            String::new()
+        };
+        (
+            format!(
+                "{} beats {} on {}{window}{by}",
+                claim.policy, other, claim.metric
+            ),
+            against,
+            held,
+        )
+    } else if let Some(bound) = claim.at_least {
+        (
+            format!("{} has {}{window} at least {}", claim.policy, claim.metric, number(bound)),
+            bound,
+            value >= bound,
+        )
+    } else {
+        let bound = claim.at_most.expect("validated: a claim compares with something");
+        (
+            format!("{} has {}{window} at most {}", claim.policy, claim.metric, number(bound)),
+            bound,
+            value <= bound,
+        )
+    };
+    ClaimResult {
+        claim: claimed,
+        value,
+        against,
+        held,
+        why: claim.why.clone(),
+    }
+}
+
+fn describe_window(window: &ExpectWindow) -> String {
+    format!(" from {} to {}", window.from, window.to)
+}

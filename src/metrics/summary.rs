@@ -1,0 +1,575 @@
+//! A policy's results in a few numbers, each named for what it measures, and the one table
+//! that says how each is written, which way is better and what it means.
+//!
+//! The incident matters to several of them: the trigger (a capacity drop, a load spike) is the
+//! [`Incident`] window; `recovery_s` counts from its end to lasting health by the scenario's
+//! [`HealthRule`]; the peak of attempts, goodput and failures are reported during it and after
+//! it, because a synchronised herd shows in the peak after the incident and a collapse in the
+//! goodput during it.
+
+use super::{BucketCounts, Measurements, ServiceBucket};
+use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+
+/// One policy's results in a few numbers. [`METRICS`] says what each means.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Summary {
+    /// Operations started.
+    pub operations: u64,
+    /// Operations that succeeded.
+    pub succeeded: u64,
+    /// `succeeded / operations`.
+    pub success_rate: f64,
+    /// Operations succeeded per second of arrivals.
+    pub goodput_rps: f64,
+    /// Requests sent, first attempts and retries.
+    pub attempts: u64,
+    /// Status-endpoint requests sent.
+    pub status_checks: u64,
+    /// `(attempts + status_checks) / operations`: load per operation.
+    pub amplification: f64,
+    /// Writes beyond the first of one logical operation.
+    pub duplicate_writes: u64,
+    /// Operations that ended with their outcome unknown.
+    pub unknown_results: u64,
+    /// Attempts whose client stopped waiting.
+    pub timeouts: u64,
+    /// Mean latency of successful operations, ms.
+    pub mean_ms: Option<f64>,
+    /// Median latency of successful operations, ms.
+    pub p50_ms: Option<f64>,
+    /// 99th percentile latency of successful operations, ms.
+    pub p99_ms: Option<f64>,
+    /// The slowest successful operation, ms.
+    pub max_ms: Option<f64>,
+    /// Highest attempts per second of a bucket during the incident.
+    pub peak_incident_rps: f64,
+    /// Highest attempts per second of a bucket after the incident.
+    pub peak_after_rps: f64,
+    /// Operations succeeded per second during the incident.
+    pub incident_goodput_rps: f64,
+    /// Operations that ended without success during the incident.
+    pub incident_failed: u64,
+    /// Worker seconds spent on requests whose client had given up.
+    pub wasted_work_s: f64,
+    /// Seconds from the end of the incident until the system is healthy for good; `None`
+    /// means never (within the run).
+    pub recovery_s: Option<f64>,
+}
+
+/// How a metric is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count: written as an integer.
+    Count,
+    /// Anything else: written with six decimals.
+    Number,
+}
+
+/// Which way a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Better {
+    /// Higher is better (success, goodput).
+    Higher,
+    /// Lower is better (load, latency, failures, recovery).
+    Lower,
+    /// Neither: it describes the scenario (operations started).
+    Neither,
+}
+
+/// One summary metric: its name in `summary.csv`, how it is written, which way is better, how
+/// to read it from a summary, and what it means.
+#[derive(Debug, Clone, Copy)]
+pub struct Metric {
+    /// The name, as `summary.csv`, sweeps and claims spell it.
+    pub name: &'static str,
+    /// How it is written.
+    pub unit: Unit,
+    /// Which way is better.
+    pub better: Better,
+    /// Its value: NaN where undefined (no successful operation has no latency), infinity for a
+    /// recovery that never came.
+    pub value: fn(&Summary) -> f64,
+    /// What it means, for the report.
+    pub meaning: &'static str,
+}
+
+/// Every summary metric, in the order of `summary.csv`.
+pub const METRICS: [Metric; 20] = [
+    Metric {
+        name: "operations",
+        unit: Unit::Count,
+        better: Better::Neither,
+        value: |s| s.operations as f64,
+        meaning: "Operations started: one per call a client made, however many attempts it took.",
+    },
+    Metric {
+        name: "succeeded",
+        unit: Unit::Count,
+        better: Better::Higher,
+        value: |s| s.succeeded as f64,
+        meaning: "Operations that succeeded.",
+    },
+    Metric {
+        name: "success_rate",
+        unit: Unit::Number,
+        better: Better::Higher,
+        value: |s| s.success_rate,
+        meaning: "Operations that succeeded, as a share of those started.",
+    },
+    Metric {
+        name: "goodput_rps",
+        unit: Unit::Number,
+        better: Better::Higher,
+        value: |s| s.goodput_rps,
+        meaning: "Operations that succeeded, per second of arrivals: the useful work done.",
+    },
+    Metric {
+        name: "attempts",
+        unit: Unit::Count,
+        better: Better::Lower,
+        value: |s| s.attempts as f64,
+        meaning: "Requests the clients sent: first attempts and retries.",
+    },
+    Metric {
+        name: "status_checks",
+        unit: Unit::Count,
+        better: Better::Lower,
+        value: |s| s.status_checks as f64,
+        meaning: "Requests to status endpoints, asking whether a write happened.",
+    },
+    Metric {
+        name: "amplification",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.amplification,
+        meaning: "Requests the service received per operation: attempts plus status checks, divided by operations. 1 means no retries.",
+    },
+    Metric {
+        name: "duplicate_writes",
+        unit: Unit::Count,
+        better: Better::Lower,
+        value: |s| s.duplicate_writes as f64,
+        meaning: "Writes committed beyond the first for one logical operation: a customer charged twice.",
+    },
+    Metric {
+        name: "unknown_results",
+        unit: Unit::Count,
+        better: Better::Lower,
+        value: |s| s.unknown_results as f64,
+        meaning: "Operations that ended with their outcome unknown: the write may or may not have happened, and someone has to reconcile it.",
+    },
+    Metric {
+        name: "timeouts",
+        unit: Unit::Count,
+        better: Better::Lower,
+        value: |s| s.timeouts as f64,
+        meaning: "Attempts whose client stopped waiting before an answer came.",
+    },
+    Metric {
+        name: "mean_ms",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.mean_ms.unwrap_or(f64::NAN),
+        meaning: "Mean latency of the operations that succeeded, from the first attempt to the answer, in milliseconds.",
+    },
+    Metric {
+        name: "p50_ms",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.p50_ms.unwrap_or(f64::NAN),
+        meaning: "Median latency of the operations that succeeded, in milliseconds.",
+    },
+    Metric {
+        name: "p99_ms",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.p99_ms.unwrap_or(f64::NAN),
+        meaning: "99th percentile latency of the operations that succeeded, in milliseconds.",
+    },
+    Metric {
+        name: "max_ms",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.max_ms.unwrap_or(f64::NAN),
+        meaning: "The slowest operation that succeeded, in milliseconds: when every client starts at once, the time until the last one is done.",
+    },
+    Metric {
+        name: "peak_incident_rps",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.peak_incident_rps,
+        meaning: "The highest rate of attempts in any time bucket during the incident.",
+    },
+    Metric {
+        name: "peak_after_rps",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.peak_after_rps,
+        meaning: "The highest rate of attempts in any time bucket after the incident: the height of the second wave.",
+    },
+    Metric {
+        name: "incident_goodput_rps",
+        unit: Unit::Number,
+        better: Better::Higher,
+        value: |s| s.incident_goodput_rps,
+        meaning: "Operations that succeeded per second during the incident.",
+    },
+    Metric {
+        name: "incident_failed",
+        unit: Unit::Count,
+        better: Better::Lower,
+        value: |s| s.incident_failed as f64,
+        meaning: "Operations that ended without success during the incident.",
+    },
+    Metric {
+        name: "wasted_work_s",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.wasted_work_s,
+        meaning: "Worker-seconds the services spent on requests whose caller had already given up.",
+    },
+    Metric {
+        name: "recovery_s",
+        unit: Unit::Number,
+        better: Better::Lower,
+        value: |s| s.recovery_s.unwrap_or(f64::INFINITY),
+        meaning: "Seconds from the end of the incident until the system is healthy for good by the scenario's health rule; \"never\" if it is not healthy by the end of arrivals.",
+    },
+];
+
+/// The metric called `name`, if there is one.
+pub fn metric(name: &str) -> Option<&'static Metric> {
+    METRICS.iter().find(|metric| metric.name == name)
+}
+
+/// The position of the metric called `name` in [`METRICS`].
+pub fn metric_index(name: &str) -> Option<usize> {
+    METRICS.iter().position(|metric| metric.name == name)
+}
+
+/// Every metric's name, in order.
+pub fn metric_names() -> impl Iterator<Item = &'static str> {
+    METRICS.iter().map(|metric| metric.name)
+}
+
+/// Formats a metric as `summary.csv` and a sweep's `results.csv` hold it: counts as integers,
+/// other values with six decimals, `never` for infinity, empty for undefined.
+pub fn format_metric(metric: &Metric, value: f64) -> String {
+    if value.is_nan() {
+        String::new()
+    } else if value.is_infinite() {
+        "never".to_string()
+    } else if metric.unit == Unit::Count {
+        format!("{value:.0}")
+    } else {
+        format!("{value:.6}")
+    }
+}
+
+/// Reads a metric back from its text.
+pub fn parse_metric(text: &str) -> Result<f64, String> {
+    match text {
+        "" => Ok(f64::NAN),
+        "never" => Ok(f64::INFINITY),
+        _ => text
+            .parse()
+            .map_err(|_| format!("{text:?} is not a metric value")),
+    }
+}
+
+impl Summary {
+    /// The metric called `name` as a number; `None` for an unknown name.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        metric(name).map(|metric| (metric.value)(self))
+    }
+}
+
+/// One service's results in a few numbers: its share of the load and what it did with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceSummary {
+    /// The service's name.
+    pub name: String,
+    /// Requests its callers sent it (attempts and status checks) per user operation: how much
+    /// the retries above it multiplied the users' load.
+    pub amplification: f64,
+    /// The highest requests per second sent to it in any bucket.
+    pub peak_requests_rps: f64,
+    /// The longest its queue was at the end of a bucket.
+    pub peak_queue_len: u64,
+    /// Worker-seconds it spent on requests whose caller had given up.
+    pub wasted_work_s: f64,
+    /// Its counts over the whole run.
+    pub totals: ServiceBucket,
+}
+
+/// When a bucket counts as healthy: at most `max_failed` of the operations that ended in it
+/// failed, and retries added at most `max_retries` to its first attempts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct HealthRule {
+    /// The largest share of failed operations (default 1%).
+    pub max_failed: f64,
+    /// The largest ratio of retries to first attempts (default 10%).
+    pub max_retries: f64,
+}
+
+impl Default for HealthRule {
+    fn default() -> Self {
+        HealthRule {
+            max_failed: 0.01,
+            max_retries: 0.1,
+        }
+    }
+}
+
+impl HealthRule {
+    /// Whether `counts` is a healthy bucket.
+    pub fn is_healthy(&self, counts: &BucketCounts) -> bool {
+        let ended = (counts.succeeded + counts.failed) as f64;
+        counts.failed as f64 <= self.max_failed * ended
+            && counts.retries as f64 <= self.max_retries * counts.first_attempts as f64
+    }
+}
+
+/// The incident of a run (the trigger: a capacity or load curve away from its starting level),
+/// the end of arrivals, and the rule that says when the system is healthy again.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Incident {
+    /// When the first incident starts (0 with none).
+    pub start: Micros,
+    /// When the last incident ends (0 with none).
+    pub end: Micros,
+    /// End of arrivals: buckets after it only drain.
+    pub duration: Micros,
+    /// When a bucket is healthy.
+    pub health: HealthRule,
+}
+
+impl Measurements {
+    /// The summary of these measurements.
+    pub fn summary(&self, incident: Incident) -> Summary {
+        let total = |field: fn(&BucketCounts) -> u64| self.buckets.iter().map(field).sum::<u64>();
+        let operations = self.operations;
+        let succeeded = total(|b| b.succeeded);
+        let attempts = total(|b| b.attempts);
+        let status_checks = total(|b| b.status_checks);
+        let ratio = |numerator: u64| {
+            if operations == 0 {
+                0.0
+            } else {
+                numerator as f64 / operations as f64
+            }
+        };
+        let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
+        let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
+        let during = self.buckets_between(incident.start, incident.end);
+        let after = self.buckets_between(incident.end, Micros::MAX);
+        let peak = |range: std::ops::Range<usize>| {
+            self.buckets[range]
+                .iter()
+                .map(|b| b.attempts as f64 / seconds(self.bucket))
+                .fold(0.0, f64::max)
+        };
+        let in_incident = |field: fn(&BucketCounts) -> u64| {
+            self.buckets[during.clone()].iter().map(field).sum::<u64>()
+        };
+        let incident_s = during.len() as f64 * seconds(self.bucket);
+        Summary {
+            operations,
+            succeeded,
+            success_rate: ratio(succeeded),
+            goodput_rps: succeeded as f64 / seconds(incident.duration).max(1e-9),
+            attempts,
+            status_checks,
+            amplification: ratio(attempts + status_checks),
+            duplicate_writes: total(|b| b.duplicate_writes),
+            unknown_results: total(|b| b.unknown_results),
+            timeouts: total(|b| b.timeouts),
+            mean_ms: (succeeded > 0).then(|| to_ms(self.latency_sum_us as f64 / succeeded as f64)),
+            p50_ms: self.total_latency.quantile(0.5).map(to_ms),
+            p99_ms: self.total_latency.quantile(0.99).map(to_ms),
+            max_ms: (succeeded > 0).then(|| to_ms(self.latency_max_us as f64)),
+            peak_incident_rps: peak(during.clone()),
+            peak_after_rps: peak(after),
+            incident_goodput_rps: if incident_s > 0.0 {
+                in_incident(|b| b.succeeded) as f64 / incident_s
+            } else {
+                0.0
+            },
+            incident_failed: in_incident(|b| b.failed),
+            wasted_work_s: self
+                .services
+                .iter()
+                .flat_map(|service| &service.buckets)
+                .map(|b| b.wasted_work_us)
+                .sum::<u64>() as f64
+                / MICROS_PER_SECOND as f64,
+            recovery_s: self.recovery_s(incident),
+        }
+    }
+
+    /// The buckets that overlap `[from, to)`.
+    pub fn buckets_between(&self, from: Micros, to: Micros) -> std::ops::Range<usize> {
+        if to <= from {
+            return 0..0;
+        }
+        let first = (from / self.bucket) as usize;
+        let last = to.div_ceil(self.bucket).min(self.buckets.len() as Micros) as usize;
+        first.min(last)..last
+    }
+
+    /// Seconds from the incident's end to the start of the first bucket from which every bucket
+    /// up to the end of arrivals is healthy; `None` if the last one is not.
+    fn recovery_s(&self, incident: Incident) -> Option<f64> {
+        let first = (incident.end / self.bucket) as usize;
+        let last = (incident.duration.div_ceil(self.bucket) as usize).min(self.buckets.len());
+        if first >= last {
+            return Some(0.0);
+        }
+        let mut recovered = None;
+        for index in (first..last).rev() {
+            if !incident.health.is_healthy(&self.buckets[index]) {
+                break;
+            }
+            recovered = Some(index);
+        }
+        recovered.map(|index| {
+            let start = (index as Micros * self.bucket).max(incident.end);
+            (start - incident.end) as f64 / MICROS_PER_SECOND as f64
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::Recorder;
+
+    fn healthy() -> BucketCounts {
+        BucketCounts {
+            first_attempts: 100,
+            attempts: 100,
+            succeeded: 100,
+            ..BucketCounts::default()
+        }
+    }
+
+    fn storm() -> BucketCounts {
+        BucketCounts {
+            first_attempts: 100,
+            retries: 300,
+            attempts: 400,
+            succeeded: 20,
+            failed: 80,
+            ..BucketCounts::default()
+        }
+    }
+
+    fn measurements(buckets: Vec<BucketCounts>) -> Measurements {
+        let mut recorder = Recorder::new(MICROS_PER_SECOND);
+        recorder.operation_started();
+        let mut measurements = recorder.finish(Vec::new(), 0);
+        measurements.buckets = buckets;
+        measurements
+    }
+
+    fn incident(start_s: u64, end_s: u64, duration_s: u64) -> Incident {
+        Incident {
+            start: start_s * MICROS_PER_SECOND,
+            end: end_s * MICROS_PER_SECOND,
+            duration: duration_s * MICROS_PER_SECOND,
+            health: HealthRule::default(),
+        }
+    }
+
+    #[test]
+    fn recovery_is_measured_from_the_incident_end_to_lasting_health() {
+        let run = measurements(vec![
+            healthy(),
+            storm(),
+            storm(),
+            healthy(),
+            storm(),
+            healthy(),
+            healthy(),
+        ]);
+        // Healthy for good from bucket 5.
+        assert_eq!(run.recovery_s(incident(1, 2, 7)), Some(3.0));
+        assert_eq!(run.recovery_s(incident(1, 6, 7)), Some(0.0));
+        let never = measurements(vec![healthy(), storm()]);
+        assert_eq!(never.recovery_s(incident(0, 0, 2)), None);
+        // A looser rule forgives the storm's retries but not its failures...
+        let loose = Incident {
+            health: HealthRule {
+                max_failed: 0.01,
+                max_retries: 5.0,
+            },
+            ..incident(1, 2, 7)
+        };
+        assert_eq!(run.recovery_s(loose), Some(3.0));
+        // ... and one that forgives both calls it healthy from the incident's end.
+        let lax = Incident {
+            health: HealthRule {
+                max_failed: 0.9,
+                max_retries: 5.0,
+            },
+            ..incident(1, 2, 7)
+        };
+        assert_eq!(run.recovery_s(lax), Some(0.0));
+    }
+
+    #[test]
+    fn peaks_goodput_and_failures_are_split_at_the_incident() {
+        let mut spike = storm();
+        spike.attempts = 900;
+        let run = measurements(vec![healthy(), storm(), storm(), spike, healthy()]);
+        let summary = run.summary(incident(1, 3, 5));
+        assert_eq!(summary.peak_incident_rps, 400.0);
+        assert_eq!(summary.peak_after_rps, 900.0);
+        assert_eq!(summary.incident_goodput_rps, 20.0);
+        assert_eq!(summary.incident_failed, 160);
+        assert_eq!(summary.goodput_rps, 260.0 / 5.0);
+        // Without an incident, nothing is "during" and everything is "after".
+        let none = run.summary(incident(0, 0, 5));
+        assert_eq!((none.peak_incident_rps, none.peak_after_rps), (0.0, 900.0));
+        assert_eq!(none.incident_failed, 0);
+    }
+
+    #[test]
+    fn every_summary_metric_has_a_value_and_one_entry() {
+        let summary = measurements(vec![healthy()]).summary(incident(0, 0, 1));
+        for metric in METRICS {
+            assert!(summary.metric(metric.name).is_some(), "{}", metric.name);
+            assert_eq!(
+                METRICS.iter().filter(|m| m.name == metric.name).count(),
+                1,
+                "{}",
+                metric.name
+            );
+        }
+        assert_eq!(summary.metric("p99_ms").map(f64::is_nan), Some(true));
+        assert_eq!(summary.metric("nonsense"), None);
+        let count = metric("operations").unwrap();
+        assert_eq!(format_metric(count, 12.0), "12");
+        let number = metric("recovery_s").unwrap();
+        assert_eq!(format_metric(number, f64::INFINITY), "never");
+        assert_eq!(format_metric(number, 1.5), "1.500000");
+    }
+
+    #[test]
+    fn health_thresholds() {
+        let rule = HealthRule::default();
+        assert!(rule.is_healthy(&healthy()));
+        assert!(!rule.is_healthy(&storm()));
+        let one_percent_failed = BucketCounts {
+            succeeded: 99,
+            failed: 1,
+            ..healthy()
+        };
+        assert!(rule.is_healthy(&one_percent_failed));
+        let too_many_retries = BucketCounts {
+            retries: 11,
+            ..healthy()
+        };
+        assert!(!rule.is_healthy(&too_many_retries));
+    }
+}
