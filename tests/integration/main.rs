@@ -2,6 +2,7 @@
 
 mod article_behaviours;
 mod charts;
+mod contention;
 mod decide_command;
 mod decision_properties;
 mod determinism;
