@@ -133,21 +133,26 @@ pub fn window_metric(measurements: &Measurements, metric: &str, from: Micros, to
         "failed_rps" => per_second(sum(|b| b.failed)),
         "success_rate" => sum(|b| b.succeeded) / (sum(|b| b.succeeded) + sum(|b| b.failed)),
         "attempts_rps" => per_second(sum(|b| b.attempts)),
-        "peak_attempts_rps" => buckets
-            .iter()
-            .map(|b| b.attempts as f64)
-            .fold(f64::NAN, f64::max)
-            / (measurements.bucket as f64 / MICROS_PER_SECOND as f64),
+        "peak_attempts_rps" => {
+            buckets
+                .iter()
+                .map(|b| b.attempts as f64)
+                .fold(f64::NAN, f64::max)
+                / (measurements.bucket as f64 / MICROS_PER_SECOND as f64)
+        }
         "amplification" => sum(|b| b.attempts) / sum(|b| b.first_attempts),
         _ => unreachable!("validated: windowed claims name window metrics"),
     }
 }
 
 fn check(run: &ScenarioRun, claim: &Expect) -> ClaimResult {
-    let better = direction(&claim.metric, claim.window.is_some())
-        .expect("validated: claims name metrics");
+    let better =
+        direction(&claim.metric, claim.window.is_some()).expect("validated: claims name metrics");
     let value = value(policy(run, &claim.policy), claim);
-    let window = claim.window.as_ref().map_or_else(String::new, describe_window);
+    let window = claim
+        .window
+        .as_ref()
+        .map_or_else(String::new, describe_window);
     let margin = claim.margin.map_or(0.0, |margin| margin.get());
     let (claimed, against, held) = if let Some(other) = &claim.better_than {
         let against = self::value(policy(run, other), claim);
@@ -171,14 +176,26 @@ fn check(run: &ScenarioRun, claim: &Expect) -> ClaimResult {
         )
     } else if let Some(bound) = claim.at_least {
         (
-            format!("{} has {}{window} at least {}", claim.policy, claim.metric, number(bound)),
+            format!(
+                "{} has {}{window} at least {}",
+                claim.policy,
+                claim.metric,
+                number(bound)
+            ),
             bound,
             value >= bound,
         )
     } else {
-        let bound = claim.at_most.expect("validated: a claim compares with something");
+        let bound = claim
+            .at_most
+            .expect("validated: a claim compares with something");
         (
-            format!("{} has {}{window} at most {}", claim.policy, claim.metric, number(bound)),
+            format!(
+                "{} has {}{window} at most {}",
+                claim.policy,
+                claim.metric,
+                number(bound)
+            ),
             bound,
             value <= bound,
         )

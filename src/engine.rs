@@ -140,8 +140,12 @@ enum Event {
 enum Reply {
     Pending,
     Ok,
-    RateLimited { retry_after: Micros },
-    Overloaded { retry_after: Option<Micros> },
+    RateLimited {
+        retry_after: Micros,
+    },
+    Overloaded {
+        retry_after: Option<Micros>,
+    },
     /// Refused by the concurrency limit, with its status.
     LimitReached(u16),
     Conflict,

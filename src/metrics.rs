@@ -15,11 +15,11 @@ use crate::histogram::Histogram;
 use crate::outcome::FailureReason;
 use crate::service::ServiceRecord;
 
+use crate::time::{MICROS_PER_SECOND, Micros};
 pub use summary::{
     Better, HealthRule, Incident, METRICS, Metric, ServiceSummary, Summary, Unit, format_metric,
     metric, metric_index, metric_names, parse_metric,
 };
-use crate::time::{MICROS_PER_SECOND, Micros};
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).
 const BUCKET_PRECISION: u32 = 7;
@@ -615,5 +615,4 @@ mod tests {
         };
         assert_eq!(idle.capacity_rps(false, 10_000.0), None);
     }
-
 }

@@ -19,9 +19,7 @@ use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, DisciplineKind, InFlightRepeat,
     LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service, Start, Workload,
 };
-use crate::service::limit::{
-    EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig,
-};
+use crate::service::limit::{EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig};
 use crate::service::queue::{self, Discipline};
 use crate::time::{MICROS_PER_SECOND, Micros};
 use crate::values::Probability;

@@ -284,25 +284,24 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
                 .map(|service| format!("amplification_{}", service.name)),
         );
     }
-    let rows =
-        run.policies.iter().map(|policy| {
-            let mut row = vec![policy.name.clone()];
+    let rows = run.policies.iter().map(|policy| {
+        let mut row = vec![policy.name.clone()];
+        row.extend(
+            METRICS
+                .iter()
+                .map(|metric| format_metric(metric, (metric.value)(&policy.summary))),
+        );
+        row.push(policy.measurements.events.to_string());
+        if run.has_topology() {
             row.extend(
-                METRICS
+                policy
+                    .services
                     .iter()
-                    .map(|metric| format_metric(metric, (metric.value)(&policy.summary))),
+                    .map(|service| format!("{:.6}", service.amplification)),
             );
-            row.push(policy.measurements.events.to_string());
-            if run.has_topology() {
-                row.extend(
-                    policy
-                        .services
-                        .iter()
-                        .map(|service| format!("{:.6}", service.amplification)),
-                );
-            }
-            row
-        });
+        }
+        row
+    });
     csv_bytes(&header, rows)
 }
 

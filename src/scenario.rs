@@ -21,8 +21,8 @@ use toml::Spanned;
 
 pub use load::{Override, ScenarioError, load, load_str};
 pub use overload::{
-    Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind,
-    OptimisticRow, QueueDiscipline, RejectionCost,
+    Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
+    QueueDiscipline, RejectionCost,
 };
 
 use crate::backoff::Jitter;

@@ -23,11 +23,11 @@ use std::collections::BTreeMap;
 
 use crate::idempotency::{KeyState, KeyVerdict};
 use crate::metrics::{Buckets, ServiceBucket};
+use crate::model::RejectionKind;
 use crate::model::{ServiceId, ServiceModel};
 use crate::random::{Purpose, Stream};
 use crate::rate_limiter::RateLimiter;
 use crate::scenario::Outage;
-use crate::model::RejectionKind;
 use crate::slab::Key;
 use crate::time::Micros;
 use health::Health;

@@ -395,9 +395,12 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.service(id).ended(now, key, false, true);
                     self.leave_service(key);
                     self.charge(id, RejectionKind::Shed);
-                    self.reply(key, Reply::Overloaded {
-                        retry_after: model.retry_after,
-                    });
+                    self.reply(
+                        key,
+                        Reply::Overloaded {
+                            retry_after: model.retry_after,
+                        },
+                    );
                 }
             }
         }

@@ -302,7 +302,11 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
                 "target and interval belong to the codel and adaptive-lifo disciplines".into(),
             ));
         }
-        if given.iter().flatten().any(|duration| duration.micros() == 0) {
+        if given
+            .iter()
+            .flatten()
+            .any(|duration| duration.micros() == 0)
+        {
             return Err((
                 spanned.span(),
                 "target and interval must be above zero".into(),
@@ -319,9 +323,13 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
             ));
         }
         let unused = match limit.algorithm {
-            LimitKind::Fixed => [("initial", limit.initial), ("min", limit.min), ("max", limit.max)]
-                .into_iter()
-                .find(|(_, given)| given.is_some()),
+            LimitKind::Fixed => [
+                ("initial", limit.initial),
+                ("min", limit.min),
+                ("max", limit.max),
+            ]
+            .into_iter()
+            .find(|(_, given)| given.is_some()),
             LimitKind::Vegas => limit.min.map(|min| ("min", Some(min))),
             LimitKind::EnvoyGradient => limit.initial.map(|initial| ("initial", Some(initial))),
             LimitKind::Gradient2 => None,

@@ -215,7 +215,11 @@ mod tests {
         assert!(health.crash_due(170));
         assert_eq!(health.go_down(170), 1170);
         assert!(health.is_down());
-        assert_eq!(health.observe_load(200, 50, 50), None, "down: nothing to count");
+        assert_eq!(
+            health.observe_load(200, 50, 50),
+            None,
+            "down: nothing to count"
+        );
         health.come_back(1170);
         assert!(!health.is_down());
         assert_eq!(health.into_restarts(), [(170, 1170)]);

@@ -56,15 +56,17 @@ impl Comparison {
 
 /// A metric name checked against the summary's metrics.
 pub fn metric_name(name: &str) -> Result<&'static str, String> {
-    metric_names().find(|metric| *metric == name).ok_or_else(|| {
-        let hint = did_you_mean(name, metric_names())
-            .map(|near| format!(" (did you mean `{near}`?)"))
-            .unwrap_or_default();
-        format!(
-            "unknown metric `{name}`{hint}; valid: {}",
-            metric_names().collect::<Vec<_>>().join(", ")
-        )
-    })
+    metric_names()
+        .find(|metric| *metric == name)
+        .ok_or_else(|| {
+            let hint = did_you_mean(name, metric_names())
+                .map(|near| format!(" (did you mean `{near}`?)"))
+                .unwrap_or_default();
+            format!(
+                "unknown metric `{name}`{hint}; valid: {}",
+                metric_names().collect::<Vec<_>>().join(", ")
+            )
+        })
 }
 
 /// `METRIC OP VALUE`, evaluated on the mean over a point's seeds.

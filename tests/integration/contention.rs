@@ -62,9 +62,7 @@ fn the_aws_backoff_simulation_is_reproduced() {
             total_time += measurements.latency_max_us as f64 / 1000.0;
         }
         let (mean_writes, mean_time) = (total_writes / runs as f64, total_time / runs as f64);
-        eprintln!(
-            "{name}: {mean_writes:.1} writes (AWS {writes}), {mean_time:.0} ms (AWS {time})"
-        );
+        eprintln!("{name}: {mean_writes:.1} writes (AWS {writes}), {mean_time:.0} ms (AWS {time})");
         let bound = |sd: f64| 4.0 * 2f64.sqrt() * sd;
         assert!(
             (mean_writes - writes).abs() <= bound(writes_sd),
@@ -84,7 +82,12 @@ fn the_aws_backoff_simulation_is_reproduced() {
     assert!(writes("equal jitter") < writes("decorrelated jitter"));
     assert!(writes("decorrelated jitter") < 0.6 * writes("exponential"));
     assert!(writes("exponential") < writes("no backoff"));
-    for name in ["exponential", "decorrelated jitter", "equal jitter", "full jitter"] {
+    for name in [
+        "exponential",
+        "decorrelated jitter",
+        "equal jitter",
+        "full jitter",
+    ] {
         assert!(time("no backoff") < time(name), "{name}");
         assert!(time(name) <= time("exponential"), "{name}");
     }

@@ -8,6 +8,7 @@ mod decision_properties;
 mod determinism;
 mod examples;
 mod lessons;
+mod overload;
 mod queueing;
 mod run_command;
 mod scenario_errors;
