@@ -21,7 +21,9 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::engine::{AttemptRecord, Observer};
-use crate::metrics::{METRICS, SERVICE_COUNTS, SERVICE_STATE, Unit, format_metric, metric_names};
+use crate::metrics::{
+    METRICS, SERVICE_COUNTS, SERVICE_STATE, ServiceSummary, Unit, format_metric, metric_names,
+};
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
@@ -307,8 +309,7 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
 
 /// A JSON array with one object per policy: every summary metric (`null` where it is undefined,
 /// and for a recovery that never came), the events processed, failures by reason, and the
-/// upstream's counters, or for a topology each service's block (its amplification relative to
-/// user operations, its counts, its peaks and its wasted work).
+/// upstream's block, or for a topology each service's ([`service_block`]).
 pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     let policies: Vec<Value> = run
         .policies
@@ -328,7 +329,6 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 object.insert(metric.name.into(), value);
             }
             let measurements = &policy.measurements;
-            let upstream = measurements.upstream();
             object.insert("events".into(), json!(measurements.events));
             let failures: Map<String, Value> = measurements
                 .failures()
@@ -336,48 +336,12 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 .map(|(reason, count)| (reason.name().to_string(), json!(count)))
                 .collect();
             object.insert("failures".into(), Value::Object(failures));
+            let blocks = policy.services.iter().map(service_block);
             if run.has_topology() {
-                let services: Vec<Value> = policy
-                    .services
-                    .iter()
-                    .map(|service| {
-                        let mut block = Map::new();
-                        block.insert("service".into(), json!(service.name));
-                        block.insert(
-                            "amplification".into(),
-                            json!((service.amplification * 1e6).round() / 1e6),
-                        );
-                        block.insert("requests".into(), json!(service.totals.requests()));
-                        for (name, count) in SERVICE_COUNTS {
-                            block.insert(name.into(), json!(count(&service.totals)));
-                        }
-                        block.insert(
-                            "peak_requests_rps".into(),
-                            json!((service.peak_requests_rps * 1e6).round() / 1e6),
-                        );
-                        block.insert("peak_queue_len".into(), json!(service.peak_queue_len));
-                        block.insert(
-                            "wasted_work_s".into(),
-                            json!((service.wasted_work_s * 1e6).round() / 1e6),
-                        );
-                        Value::Object(block)
-                    })
-                    .collect();
-                object.insert("services".into(), Value::Array(services));
+                object.insert("services".into(), Value::Array(blocks.collect()));
             } else {
-                object.insert(
-                    "upstream".into(),
-                    json!({
-                        "arrivals": upstream.received,
-                        "served_at_once": upstream.served_at_once,
-                        "queued": upstream.queued,
-                        "refused": upstream.rejected_overload,
-                        "served": upstream.served,
-                        "dropped_expired": upstream.dropped_expired,
-                        "replayed": upstream.replayed,
-                        "writes": upstream.writes,
-                    }),
-                );
+                let block = blocks.into_iter().next().expect("a run has a service");
+                object.insert("upstream".into(), block);
             }
             Value::Object(object)
         })
@@ -385,6 +349,23 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(&policies).expect("JSON values serialize");
     bytes.push(b'\n');
     bytes
+}
+
+/// A service's block in `summary.json`: its amplification relative to user operations, its
+/// counts over the run, its peaks and its wasted work.
+fn service_block(service: &ServiceSummary) -> Value {
+    let rounded = |value: f64| json!((value * 1e6).round() / 1e6);
+    let mut block = Map::new();
+    block.insert("service".into(), json!(service.name));
+    block.insert("amplification".into(), rounded(service.amplification));
+    block.insert("requests".into(), json!(service.totals.requests()));
+    for (name, count) in SERVICE_COUNTS {
+        block.insert(name.into(), json!(count(&service.totals)));
+    }
+    block.insert("peak_requests_rps".into(), rounded(service.peak_requests_rps));
+    block.insert("peak_queue_len".into(), json!(service.peak_queue_len));
+    block.insert("wasted_work_s".into(), rounded(service.wasted_work_s));
+    Value::Object(block)
 }
 
 /// The scenario as simulated, with every default written out.
