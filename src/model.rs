@@ -412,6 +412,7 @@ impl Model {
                 .map_or_else(HealthRule::default, |rule| HealthRule {
                     max_failed: rule.max_failed.get(),
                     max_retries: rule.max_retries.get(),
+                    window: rule.window.get_ref().micros(),
                 }),
         }
     }
@@ -442,6 +443,7 @@ impl Model {
             .min()
             .unwrap_or(0);
         Incident {
+            exists: curves().any(|curve| !curve.incidents().is_empty()),
             start,
             end: curves().map(CapacityCurve::incident_end).max().unwrap_or(0),
             duration: self.duration,

@@ -221,7 +221,15 @@ pub fn services_header() -> Vec<String> {
         .collect();
     header.extend(SERVICE_COUNTS.iter().map(|(name, _)| name.to_string()));
     header.extend(SERVICE_STATE.iter().map(|(name, _)| name.to_string()));
-    header.extend(["capacity_rps", "wasted_work_s", "held_s"].map(str::to_string));
+    header.extend(
+        [
+            "capacity_rps",
+            "wasted_work_s",
+            "rejection_work_s",
+            "held_s",
+        ]
+        .map(str::to_string),
+    );
     header
 }
 
@@ -259,7 +267,11 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
                                 .map(|(_, count)| count(counts).to_string()),
                         );
                         row.push(capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")));
-                        for micros in [counts.wasted_work_us, counts.held_us] {
+                        for micros in [
+                            counts.wasted_work_us,
+                            counts.rejection_work_us,
+                            counts.held_us,
+                        ] {
                             row.push(format!("{:.6}", micros as f64 / MICROS_PER_SECOND as f64));
                         }
                         row
@@ -362,9 +374,16 @@ fn service_block(service: &ServiceSummary) -> Value {
     for (name, count) in SERVICE_COUNTS {
         block.insert(name.into(), json!(count(&service.totals)));
     }
-    block.insert("peak_requests_rps".into(), rounded(service.peak_requests_rps));
+    block.insert(
+        "peak_requests_rps".into(),
+        rounded(service.peak_requests_rps),
+    );
     block.insert("peak_queue_len".into(), json!(service.peak_queue_len));
     block.insert("wasted_work_s".into(), rounded(service.wasted_work_s));
+    block.insert(
+        "rejection_work_s".into(),
+        rounded(service.totals.rejection_work_us as f64 / MICROS_PER_SECOND as f64),
+    );
     Value::Object(block)
 }
 

@@ -141,7 +141,7 @@ dd {{ margin-left: 1.5em; }}
         failures.sort();
         let _ = writeln!(
             page,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
             escape(&policy.name),
             summary.operations,
             summary.success_rate * 100.0,
@@ -152,12 +152,14 @@ dd {{ margin-left: 1.5em; }}
             summary.timeouts,
             optional(summary.p50_ms, 1),
             optional(summary.p99_ms, 1),
-            summary.peak_incident_rps,
+            if summary.peak_incident_rps.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{:.0}", summary.peak_incident_rps)
+            },
             summary.peak_after_rps,
             summary.wasted_work_s,
-            summary
-                .recovery_s
-                .map_or_else(|| "never".to_string(), |seconds| format!("{seconds:.1} s")),
+            summary.recovery_s,
             escape(&if failures.is_empty() {
                 "none".to_string()
             } else {
@@ -204,7 +206,8 @@ dd {{ margin-left: 1.5em; }}
     let health = run.model.health;
     let _ = writeln!(
         page,
-        "<dt>health</dt><dd>A time bucket is healthy when at most {}% of the operations that ended in it failed and retries added at most {}% to its first attempts; recovery is measured to the first bucket from which every bucket up to the end of arrivals is healthy.</dd>",
+        "<dt>health</dt><dd>The system is healthy over a window of {} when at most {}% of the operations that ended in it failed and retries added at most {}% to its first attempts; recovery is measured to the first bucket from which every such window, sliding by one bucket up to the end of arrivals, is healthy.</dd>",
+        crate::time::Duration(health.window),
         health.max_failed * 100.0,
         health.max_retries * 100.0
     );

@@ -122,6 +122,10 @@ pub struct RecoveryRule {
     /// The largest ratio of retries to first attempts in a bucket (default 0.1).
     #[serde(default = "defaults::max_retries")]
     pub max_retries: Factor,
+    /// The time the counts are summed over before the rule is applied (default 1 s, rounded
+    /// up to whole buckets).
+    #[serde(default = "defaults::health_window")]
+    pub window: Spanned<Duration>,
 }
 
 /// `[clients]`.
@@ -520,6 +524,9 @@ mod defaults {
     }
     pub fn max_retries() -> Factor {
         Factor(0.1)
+    }
+    pub fn health_window() -> Spanned<Duration> {
+        Spanned::new(0..0, Duration::from_ms(1000))
     }
     pub fn bucket() -> Spanned<Duration> {
         Spanned::new(0..0, Duration::from_ms(1000))

@@ -329,11 +329,13 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
                 summary
                     .p99_ms
                     .map_or_else(|| "-".into(), |p99| format!("{p99:.1}")),
-                format!("{:.0}", summary.peak_incident_rps),
+                if summary.peak_incident_rps.is_nan() {
+                    "-".into()
+                } else {
+                    format!("{:.0}", summary.peak_incident_rps)
+                },
                 format!("{:.0}", summary.peak_after_rps),
-                summary
-                    .recovery_s
-                    .map_or_else(|| "never".into(), |seconds| format!("{seconds:.1}s")),
+                summary.recovery_s.to_string(),
             ];
             row.extend(
                 below_entry

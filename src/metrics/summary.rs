@@ -51,9 +51,41 @@ pub struct Summary {
     pub incident_failed: u64,
     /// Worker seconds spent on requests whose client had given up.
     pub wasted_work_s: f64,
-    /// Seconds from the end of the incident until the system is healthy for good; `None`
-    /// means never (within the run).
-    pub recovery_s: Option<f64>,
+    /// From the end of the incident until the system is healthy for good.
+    pub recovery_s: Recovery,
+}
+
+/// How long the system took to recover from its incident.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Recovery {
+    /// The scenario has no incident to recover from (steady conditions all run long).
+    NoIncident,
+    /// Healthy for good this many seconds after the incident ended.
+    After(f64),
+    /// Not healthy by the end of arrivals.
+    Never,
+}
+
+impl Recovery {
+    /// The seconds it took: infinite for never, undefined (NaN) without an incident.
+    pub fn seconds(self) -> f64 {
+        match self {
+            Recovery::NoIncident => f64::NAN,
+            Recovery::After(seconds) => seconds,
+            Recovery::Never => f64::INFINITY,
+        }
+    }
+}
+
+impl std::fmt::Display for Recovery {
+    /// `-` without an incident, `never`, or seconds with one decimal (`1.5s`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Recovery::NoIncident => f.write_str("-"),
+            Recovery::After(seconds) => write!(f, "{seconds:.1}s"),
+            Recovery::Never => f.write_str("never"),
+        }
+    }
 }
 
 /// How a metric is written.
@@ -198,7 +230,7 @@ pub const METRICS: [Metric; 20] = [
         unit: Unit::Number,
         better: Better::Lower,
         value: |s| s.peak_incident_rps,
-        meaning: "The highest rate of attempts in any time bucket during the incident.",
+        meaning: "The highest rate of attempts in any time bucket during the incident; undefined without one.",
     },
     Metric {
         name: "peak_after_rps",
@@ -212,7 +244,7 @@ pub const METRICS: [Metric; 20] = [
         unit: Unit::Number,
         better: Better::Higher,
         value: |s| s.incident_goodput_rps,
-        meaning: "Operations that succeeded per second during the incident.",
+        meaning: "Operations that succeeded per second during the incident; undefined without one.",
     },
     Metric {
         name: "incident_failed",
@@ -232,8 +264,8 @@ pub const METRICS: [Metric; 20] = [
         name: "recovery_s",
         unit: Unit::Number,
         better: Better::Lower,
-        value: |s| s.recovery_s.unwrap_or(f64::INFINITY),
-        meaning: "Seconds from the end of the incident until the system is healthy for good by the scenario's health rule; \"never\" if it is not healthy by the end of arrivals.",
+        value: |s| s.recovery_s.seconds(),
+        meaning: "Seconds from the end of the incident until the system is healthy for good by the scenario's health rule; \"never\" if it is not healthy by the end of arrivals; undefined (empty, null, -) in a scenario without an incident.",
     },
 ];
 
@@ -302,14 +334,21 @@ pub struct ServiceSummary {
     pub totals: ServiceBucket,
 }
 
-/// When a bucket counts as healthy: at most `max_failed` of the operations that ended in it
-/// failed, and retries added at most `max_retries` to its first attempts.
+/// When the system counts as healthy: over a `window` of time, at most `max_failed` of the
+/// operations that ended in it failed, and retries added at most `max_retries` to its first
+/// attempts.
+///
+/// The window is what keeps the rule about the system and not about noise: a 50 ms bucket
+/// holds a few dozen operations, and two unlucky timeouts among them are already 1% failed.
+/// A second of traffic says whether the storm is over.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct HealthRule {
     /// The largest share of failed operations (default 1%).
     pub max_failed: f64,
     /// The largest ratio of retries to first attempts (default 10%).
     pub max_retries: f64,
+    /// The time the counts are summed over (default 1 s; at least one bucket).
+    pub window: Micros,
 }
 
 impl Default for HealthRule {
@@ -317,16 +356,20 @@ impl Default for HealthRule {
         HealthRule {
             max_failed: 0.01,
             max_retries: 0.1,
+            window: MICROS_PER_SECOND,
         }
     }
 }
 
 impl HealthRule {
-    /// Whether `counts` is a healthy bucket.
-    pub fn is_healthy(&self, counts: &BucketCounts) -> bool {
-        let ended = (counts.succeeded + counts.failed) as f64;
-        counts.failed as f64 <= self.max_failed * ended
-            && counts.retries as f64 <= self.max_retries * counts.first_attempts as f64
+    /// Whether the buckets of one window, taken together, are healthy.
+    pub fn is_healthy(&self, window: &[BucketCounts]) -> bool {
+        let sum = |field: fn(&BucketCounts) -> u64| window.iter().map(field).sum::<u64>() as f64;
+        let failed = sum(|counts| counts.failed);
+        let ended = sum(|counts| counts.succeeded) + failed;
+        failed <= self.max_failed * ended
+            && sum(|counts| counts.retries)
+                <= self.max_retries * sum(|counts| counts.first_attempts)
     }
 }
 
@@ -334,6 +377,8 @@ impl HealthRule {
 /// the end of arrivals, and the rule that says when the system is healthy again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Incident {
+    /// Whether there is one: a capacity or load curve that leaves its starting level.
+    pub exists: bool,
     /// When the first incident starts (0 with none).
     pub start: Micros,
     /// When the last incident ends (0 with none).
@@ -388,12 +433,16 @@ impl Measurements {
             p50_ms: self.total_latency.quantile(0.5).map(to_ms),
             p99_ms: self.total_latency.quantile(0.99).map(to_ms),
             max_ms: (succeeded > 0).then(|| to_ms(self.latency_max_us as f64)),
-            peak_incident_rps: peak(during.clone()),
+            peak_incident_rps: if incident.exists {
+                peak(during.clone())
+            } else {
+                f64::NAN
+            },
             peak_after_rps: peak(after),
-            incident_goodput_rps: if incident_s > 0.0 {
+            incident_goodput_rps: if incident.exists && incident_s > 0.0 {
                 in_incident(|b| b.succeeded) as f64 / incident_s
             } else {
-                0.0
+                f64::NAN
             },
             incident_failed: in_incident(|b| b.failed),
             wasted_work_s: self
@@ -417,24 +466,30 @@ impl Measurements {
         first.min(last)..last
     }
 
-    /// Seconds from the incident's end to the start of the first bucket from which every bucket
-    /// up to the end of arrivals is healthy; `None` if the last one is not.
-    fn recovery_s(&self, incident: Incident) -> Option<f64> {
+    /// Seconds from the incident's end to the start of the first bucket from which every
+    /// health window (sliding by one bucket, cut at the end of arrivals) is healthy; never if
+    /// the last one is not.
+    fn recovery_s(&self, incident: Incident) -> Recovery {
+        if !incident.exists {
+            return Recovery::NoIncident;
+        }
         let first = (incident.end / self.bucket) as usize;
         let last = (incident.duration.div_ceil(self.bucket) as usize).min(self.buckets.len());
         if first >= last {
-            return Some(0.0);
+            return Recovery::After(0.0);
         }
+        let width = (incident.health.window.div_ceil(self.bucket) as usize).max(1);
         let mut recovered = None;
         for index in (first..last).rev() {
-            if !incident.health.is_healthy(&self.buckets[index]) {
+            let window = &self.buckets[index..(index + width).min(last)];
+            if !incident.health.is_healthy(window) {
                 break;
             }
             recovered = Some(index);
         }
-        recovered.map(|index| {
+        recovered.map_or(Recovery::Never, |index| {
             let start = (index as Micros * self.bucket).max(incident.end);
-            (start - incident.end) as f64 / MICROS_PER_SECOND as f64
+            Recovery::After((start - incident.end) as f64 / MICROS_PER_SECOND as f64)
         })
     }
 }
@@ -474,6 +529,7 @@ mod tests {
 
     fn incident(start_s: u64, end_s: u64, duration_s: u64) -> Incident {
         Incident {
+            exists: true,
             start: start_s * MICROS_PER_SECOND,
             end: end_s * MICROS_PER_SECOND,
             duration: duration_s * MICROS_PER_SECOND,
@@ -493,28 +549,57 @@ mod tests {
             healthy(),
         ]);
         // Healthy for good from bucket 5.
-        assert_eq!(run.recovery_s(incident(1, 2, 7)), Some(3.0));
-        assert_eq!(run.recovery_s(incident(1, 6, 7)), Some(0.0));
+        assert_eq!(run.recovery_s(incident(1, 2, 7)), Recovery::After(3.0));
+        assert_eq!(run.recovery_s(incident(1, 6, 7)), Recovery::After(0.0));
         let never = measurements(vec![healthy(), storm()]);
-        assert_eq!(never.recovery_s(incident(0, 0, 2)), None);
+        assert_eq!(never.recovery_s(incident(0, 0, 2)), Recovery::Never);
+        let calm = Incident {
+            exists: false,
+            ..incident(0, 0, 2)
+        };
+        assert_eq!(never.recovery_s(calm), Recovery::NoIncident);
         // A looser rule forgives the storm's retries but not its failures...
         let loose = Incident {
             health: HealthRule {
                 max_failed: 0.01,
                 max_retries: 5.0,
+                ..HealthRule::default()
             },
             ..incident(1, 2, 7)
         };
-        assert_eq!(run.recovery_s(loose), Some(3.0));
+        assert_eq!(run.recovery_s(loose), Recovery::After(3.0));
         // ... and one that forgives both calls it healthy from the incident's end.
         let lax = Incident {
             health: HealthRule {
                 max_failed: 0.9,
                 max_retries: 5.0,
+                ..HealthRule::default()
             },
             ..incident(1, 2, 7)
         };
-        assert_eq!(run.recovery_s(lax), Some(0.0));
+        assert_eq!(run.recovery_s(lax), Recovery::After(0.0));
+    }
+
+    /// One unlucky failure among 50 operations is 2% of its bucket but 0.7% of the two
+    /// buckets' 150: a two-bucket window calls the system healthy as soon as the storm ends.
+    #[test]
+    fn a_health_window_sums_buckets_so_noise_is_not_a_storm() {
+        let mut unlucky = healthy();
+        unlucky.first_attempts = 50;
+        unlucky.attempts = 50;
+        unlucky.succeeded = 49;
+        unlucky.failed = 1;
+        let run = measurements(vec![healthy(), storm(), unlucky, healthy(), healthy()]);
+        let bucket_wide = incident(1, 1, 5);
+        assert_eq!(run.recovery_s(bucket_wide), Recovery::After(2.0));
+        let two_buckets = Incident {
+            health: HealthRule {
+                window: 2 * MICROS_PER_SECOND,
+                ..HealthRule::default()
+            },
+            ..bucket_wide
+        };
+        assert_eq!(run.recovery_s(two_buckets), Recovery::After(1.0));
     }
 
     #[test]
@@ -558,18 +643,18 @@ mod tests {
     #[test]
     fn health_thresholds() {
         let rule = HealthRule::default();
-        assert!(rule.is_healthy(&healthy()));
-        assert!(!rule.is_healthy(&storm()));
+        assert!(rule.is_healthy(&[healthy()]));
+        assert!(!rule.is_healthy(&[storm()]));
         let one_percent_failed = BucketCounts {
             succeeded: 99,
             failed: 1,
             ..healthy()
         };
-        assert!(rule.is_healthy(&one_percent_failed));
+        assert!(rule.is_healthy(&[one_percent_failed]));
         let too_many_retries = BucketCounts {
             retries: 11,
             ..healthy()
         };
-        assert!(!rule.is_healthy(&too_many_retries));
+        assert!(!rule.is_healthy(&[too_many_retries]));
     }
 }

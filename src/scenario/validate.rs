@@ -52,6 +52,17 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
             ),
         ));
     }
+    if let Some(rule) = &scenario.recovery {
+        let window = *rule.window.get_ref();
+        if window.micros() == 0 || window > duration {
+            return Err((
+                span_of(&rule.window, duration_span),
+                format!(
+                    "[recovery] window must be above zero and at most the duration ({duration})"
+                ),
+            ));
+        }
+    }
     validate_clients(scenario)?;
     validate_topology(scenario, duration_span)?;
     validate_services(scenario)?;

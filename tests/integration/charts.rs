@@ -7,7 +7,7 @@ use std::process::Command;
 
 use retrystorm::charts::{CHART_SIZE, Chart, OVERVIEW_SIZE};
 
-const POLICIES: [&str; 3] = ["no jitter", "full jitter", "full jitter + Retry-After"];
+const POLICIES: [&str; 2] = ["no jitter", "full jitter"];
 
 fn run(out: &Path, extra: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
