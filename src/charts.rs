@@ -10,8 +10,9 @@
 //! Conventions, the same in every chart: one colour per policy, in scenario order, from the
 //! Okabe-Ito palette (safe for the common forms of colour blindness); the upstream's capacity in
 //! grey; the incident window (capacity or offered load away from its starting level) shaded;
-//! units on every axis;
-//! legends in a strip of their own above the plot, so they never cover data.
+//! a service down after crashing under overload as a band in the policy's colour along the
+//! bottom of the plot, one row per policy; units on every axis; legends in a strip of their
+//! own above the plot, so they never cover data.
 
 pub mod heatmap;
 
@@ -375,6 +376,8 @@ struct Series {
     dashed: bool,
     /// A reference line (a capacity), not data: see [`Panel::reference_headroom`].
     reference: bool,
+    /// A legend entry for the outage bands (drawn as a block, with no points of its own).
+    band: bool,
     /// Points in order of x; `None` breaks the line (no data in that bucket).
     points: Vec<(f64, Option<f64>)>,
 }
@@ -395,21 +398,47 @@ struct Panel {
     series: Vec<Series>,
     /// Time ranges to shade, seconds.
     incidents: Vec<(f64, f64)>,
+    /// When a service was down after crashing under overload, per policy.
+    outages: Vec<Outage>,
 }
+
+/// A service down after a crash in one policy's run: a band in that policy's colour along the
+/// bottom of the plot, one row per policy, so that every policy's crash loop can be told apart
+/// (the incident shading belongs to the scenario, the same for every policy).
+#[derive(Debug, Clone, Copy)]
+struct Outage {
+    policy: usize,
+    start_s: f64,
+    end_s: f64,
+}
+
+/// The height of one policy's row of outage bands, as a share of the plot's height.
+const OUTAGE_ROW: f64 = 0.025;
 
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
     scale: f64,
 ) -> DrawResult<DB> {
+    let mut entries = panel.series.clone();
+    if !panel.outages.is_empty() {
+        entries.push(Series {
+            label: "down after a crash (a row per policy)".into(),
+            colour: CAPACITY,
+            dashed: false,
+            reference: false,
+            band: true,
+            points: Vec::new(),
+        });
+    }
     let legend_rows = if panel.legend {
-        legend_layout(area, &panel.series, scale)
+        legend_layout(area, &entries, scale)
     } else {
         Vec::new()
     };
     let row_height = (22.0 * scale) as u32;
     let (legend, plot) = area.split_vertically(row_height * legend_rows.len() as u32 + 6);
-    draw_legend(&legend, &panel.series, &legend_rows, scale)?;
+    draw_legend(&legend, &entries, &legend_rows, scale)?;
     let data = panel.plot_data();
     let x_end = data.x_end;
     let label_font = (FONT, font_size(18.0, scale)).into_font();
@@ -439,6 +468,17 @@ fn draw_panel<DB: DrawingBackend>(
                 INCIDENT.filled(),
             )])?;
         }
+        let at = |share: f64| low * (high / low).powf(share);
+        for outage in &panel.outages {
+            let row = outage.policy as f64 * OUTAGE_ROW;
+            chart.draw_series([Rectangle::new(
+                [
+                    (outage.start_s, at(row)),
+                    (outage.end_s, at(row + OUTAGE_ROW)),
+                ],
+                policy_colour(outage.policy).filled(),
+            )])?;
+        }
         draw_series(&mut chart, &panel.series, scale)
     } else {
         let high = data.linear_top();
@@ -456,6 +496,16 @@ fn draw_panel<DB: DrawingBackend>(
             chart.draw_series([Rectangle::new(
                 [(*start, 0.0), (*end, high)],
                 INCIDENT.filled(),
+            )])?;
+        }
+        for outage in &panel.outages {
+            let row = outage.policy as f64 * OUTAGE_ROW * high;
+            chart.draw_series([Rectangle::new(
+                [
+                    (outage.start_s, row),
+                    (outage.end_s, row + OUTAGE_ROW * high),
+                ],
+                policy_colour(outage.policy).filled(),
             )])?;
         }
         if panel.reference_headroom.is_some() {
@@ -600,7 +650,13 @@ fn draw_legend<DB: DrawingBackend>(
             let line = &series[index];
             let style = line.colour.stroke_width((2.0 * scale).max(1.0) as u32);
             let sample = [(x, y), (x + (30.0 * scale) as i32, y)];
-            if line.dashed {
+            if line.band {
+                let half = (5.0 * scale) as i32;
+                area.draw(&Rectangle::new(
+                    [(x, y - half), (x + (30.0 * scale) as i32, y + half)],
+                    line.colour.filled(),
+                ))?;
+            } else if line.dashed {
                 area.draw(&PathElement::new(
                     vec![sample[0], (x + (12.0 * scale) as i32, y)],
                     style,
@@ -660,6 +716,7 @@ struct ChartData {
     /// policy ([`PolicyData::capacity`]).
     services: Vec<(String, Option<Vec<f64>>)>,
     incidents: Vec<(f64, f64)>,
+    outages: Vec<Outage>,
 }
 
 struct PolicyData {
@@ -785,6 +842,23 @@ impl ChartData {
             end,
         ));
         incidents.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
+        let outages = run
+            .policies
+            .iter()
+            .enumerate()
+            .flat_map(|(policy, run)| {
+                run.measurements
+                    .services
+                    .iter()
+                    .flat_map(|service| &service.restarts)
+                    .map(move |&(down, up)| Outage {
+                        policy,
+                        start_s: seconds(down),
+                        end_s: seconds(up),
+                    })
+            })
+            .collect();
         ChartData {
             scenario: run.scenario.name.to_string(),
             description: run.scenario.description.clone(),
@@ -807,6 +881,7 @@ impl ChartData {
                 Vec::new()
             },
             incidents,
+            outages,
         }
     }
 
@@ -822,6 +897,7 @@ impl ChartData {
             colour,
             dashed,
             reference: false,
+            band: false,
             points: self.times.iter().copied().zip(values).collect(),
         }
     }
@@ -877,6 +953,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
         }
     }
 
@@ -913,6 +990,7 @@ impl ChartData {
                     reference_headroom: Some(2.0),
                     series,
                     incidents: self.incidents.clone(),
+                    outages: self.outages.clone(),
                 }
             })
             .collect()
@@ -943,6 +1021,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
         }
     }
 
@@ -980,6 +1059,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
         }
     }
 
@@ -1008,6 +1088,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
         }
     }
 
@@ -1037,6 +1118,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
         }
     }
 }

@@ -129,6 +129,9 @@ pub struct ServiceBucket {
     pub busy: u64,
     /// Workers available at the end of the bucket.
     pub workers_available: u64,
+    /// The mean work of a request at the end of the bucket, in microseconds, when a cold start
+    /// or a cache makes it differ from the mean service time (0 when it does not).
+    pub mean_work_us: u64,
 }
 
 impl ServiceBucket {
@@ -182,12 +185,16 @@ impl ServiceBucket {
     }
 
     /// Requests per second the workers available at the bucket's end could serve. For a
-    /// service that calls nothing that is `workers / mean service time`; a calling service's
+    /// service that calls nothing that is `workers / mean work`, the work slowed by a cold
+    /// start or sped by a warm cache at that moment (`mean_service_us` without them); a calling
+    /// service's
     /// workers are also held for their calls, so its capacity is measured: `workers / mean
     /// time a worker held a request` among those it let go of in the bucket (`None` if it let
     /// go of none).
     pub fn capacity_rps(&self, leaf: bool, mean_service_us: f64) -> Option<f64> {
-        let mean_hold_us = if leaf {
+        let mean_hold_us = if leaf && self.mean_work_us > 0 {
+            self.mean_work_us as f64
+        } else if leaf {
             mean_service_us
         } else if self.released > 0 {
             self.held_us as f64 / self.released as f64
@@ -327,6 +334,8 @@ pub struct ServiceMeasurements {
     pub buckets: Vec<ServiceBucket>,
     /// Each crash under overload: when it went down and when it came back.
     pub restarts: Vec<(Micros, Micros)>,
+    /// The longest its queue was at any instant.
+    pub peak_queue_len: u64,
 }
 
 impl ServiceMeasurements {
@@ -477,6 +486,7 @@ impl Recorder {
                 name: service.name,
                 buckets: service.counts.into_padded(length),
                 restarts: service.restarts,
+                peak_queue_len: service.peak_queue_len,
             })
             .collect();
         if let Some(service) = services.get_mut(entry) {
@@ -547,12 +557,7 @@ impl Measurements {
                         .iter()
                         .map(|b| b.requests() as f64 / bucket_s)
                         .fold(0.0, f64::max),
-                    peak_queue_len: service
-                        .buckets
-                        .iter()
-                        .map(|b| b.queue_len)
-                        .max()
-                        .unwrap_or(0),
+                    peak_queue_len: service.peak_queue_len,
                     wasted_work_s: totals.wasted_work_us as f64 / MICROS_PER_SECOND as f64,
                     totals,
                 }
@@ -614,5 +619,11 @@ mod tests {
             ..bucket
         };
         assert_eq!(idle.capacity_rps(false, 10_000.0), None);
+        // A leaf restarted cold, each request taking 25 ms for now, serves 2,000.
+        let cold = ServiceBucket {
+            mean_work_us: 25_000,
+            ..bucket
+        };
+        assert_eq!(cold.capacity_rps(true, 10_000.0), Some(2000.0));
     }
 }

@@ -14,6 +14,7 @@ use crate::charts::{Chart, ChartError, Format, render};
 use crate::claims::{evaluate, number};
 use crate::metrics::METRICS;
 use crate::run::ScenarioRun;
+use crate::scenario::Service;
 
 pub use diagram::topology_svg;
 
@@ -97,36 +98,60 @@ dd {{ margin-left: 1.5em; }}
         scenario.seed,
         scenario.bucket.get_ref(),
     );
-    if run.has_topology() {
-        let overrides: String = scenario
-            .policy
-            .iter()
-            .filter(|policy| !policy.overrides.is_empty())
-            .map(|policy| {
-                let changes: Vec<String> = policy
-                    .overrides
-                    .entries
-                    .iter()
-                    .map(|(key, value)| {
-                        format!(
-                            "<code>{}</code> = {}",
-                            escape(key),
-                            escape(&value.to_string())
-                        )
-                    })
-                    .collect();
-                format!(
-                    " Policy <b>{}</b> runs with {}.",
-                    escape(policy.name.get_ref()),
-                    changes.join(", ")
-                )
+    let overload: Vec<String> = scenario
+        .services()
+        .into_iter()
+        .filter_map(|service| {
+            let settings = overload_settings(service);
+            (!settings.is_empty()).then(|| {
+                let who = if run.has_topology() {
+                    format!("<b>{}</b>", escape(service.name()))
+                } else {
+                    "the upstream".to_string()
+                };
+                format!("under overload {who} has {}", settings.join(", "))
             })
-            .collect();
+        })
+        .collect();
+    if !overload.is_empty() {
+        let _ = writeln!(
+            page,
+            r#"<p class="meta">{}.</p>"#,
+            capitalised(&overload.join("; "))
+        );
+    }
+    let overrides: String = scenario
+        .policy
+        .iter()
+        .filter(|policy| !policy.overrides.is_empty())
+        .map(|policy| {
+            let changes: Vec<String> = policy
+                .overrides
+                .entries
+                .iter()
+                .map(|(key, value)| {
+                    format!(
+                        "<code>{}</code> = {}",
+                        escape(key),
+                        escape(&value.to_string())
+                    )
+                })
+                .collect();
+            format!(
+                " Policy <b>{}</b> runs with {}.",
+                escape(policy.name.get_ref()),
+                changes.join(", ")
+            )
+        })
+        .collect();
+    if run.has_topology() {
         let _ = writeln!(
             page,
             "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most, each attempt's timeout and the call's deadline.{overrides}</figcaption>\n</figure>",
             topology_svg(&run.model)
         );
+    } else if !overrides.is_empty() {
+        let _ = writeln!(page, r#"<p class="meta">{}</p>"#, overrides.trim_start());
     }
     page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
     for policy in &run.policies {
@@ -174,9 +199,9 @@ dd {{ margin-left: 1.5em; }}
     }
     page.push_str("<h2>Charts</h2>\n");
     let load_caption = if run.has_topology() {
-        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident: a capacity or the offered load away from its starting level."
+        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident: a capacity or the offered load away from its starting level. Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
     } else {
-        "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level."
+        "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level. Blocks along the bottom, one row per policy in its colour: the upstream down after crashing under overload in that policy's run."
     };
     let captions = [
         (Chart::Load, load_caption),
@@ -229,6 +254,53 @@ dd {{ margin-left: 1.5em; }}
 }
 
 /// The scenario's claims and whether each held.
+/// A service's overload behaviours as the scenario writes them (`crash = { ... }`), in the
+/// order the scenario format lists them; empty if it has none.
+fn overload_settings(service: &Service) -> Vec<String> {
+    fn written<T: serde::Serialize>(name: &str, value: &T) -> String {
+        let value =
+            toml::Value::try_from(value).map_or_else(|_| "?".into(), |value| value.to_string());
+        format!("<code>{name} = {}</code>", escape(&value))
+    }
+    let mut settings = Vec::new();
+    if let Some(cost) = &service.rejection_cost {
+        settings.push(written("rejection_cost", cost));
+    }
+    if let Some(discipline) = &service.queue_discipline {
+        settings.push(written("queue_discipline", discipline.get_ref()));
+    }
+    if service.drop_expired {
+        settings.push(written("drop_expired", &true));
+    }
+    if service.cancellation {
+        settings.push(written("cancellation", &true));
+    }
+    if let Some(limit) = &service.concurrency_limit {
+        settings.push(written("concurrency_limit", limit.get_ref()));
+    }
+    if let Some(crash) = &service.crash {
+        settings.push(written("crash", crash.get_ref()));
+    }
+    if let Some(cold) = &service.cold_start {
+        settings.push(written("cold_start", cold.get_ref()));
+    }
+    if let Some(cache) = &service.cache {
+        settings.push(written("cache", cache.get_ref()));
+    }
+    if let Some(row) = &service.optimistic_row {
+        settings.push(written("optimistic_row", row.get_ref()));
+    }
+    settings
+}
+
+/// `text` with its first letter in upper case.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
 fn lesson(page: &mut String, run: &ScenarioRun) {
     let claims = evaluate(run);
     if claims.is_empty() {

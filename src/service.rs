@@ -88,6 +88,8 @@ pub struct Service<'m> {
     /// Worker time owed for rejections that found no free worker.
     rejection_debt: Micros,
     queue: Queue,
+    /// The longest the queue has been.
+    peak_queue_len: u64,
     limit: Option<ConcurrencyLimit>,
     limit_random: Stream,
     cache_random: Stream,
@@ -124,6 +126,7 @@ impl<'m> Service<'m> {
             rejecting: 0,
             rejection_debt: 0,
             queue: Queue::new(model.queue_discipline),
+            peak_queue_len: 0,
             limit: model
                 .concurrency_limit
                 .as_ref()
@@ -158,6 +161,7 @@ impl<'m> Service<'m> {
             name: self.model.name.clone(),
             counts: self.counts,
             restarts: self.health.into_restarts(),
+            peak_queue_len: self.peak_queue_len,
         }
     }
 
@@ -267,6 +271,7 @@ impl<'m> Service<'m> {
     #[inline]
     pub fn enqueue(&mut self, now: Micros, attempt: Key) {
         self.queue.push(now, attempt);
+        self.peak_queue_len = self.peak_queue_len.max(self.queue.len() as u64);
     }
 
     /// What the queue hands a worker free at `now` (a request to serve, or one its discipline
@@ -443,10 +448,28 @@ impl<'m> Service<'m> {
     /// Records the queue and the workers at `now`, for the bucket holding it.
     pub fn record_state(&mut self, now: Micros) {
         let (queue_len, busy, available) = (self.queue.len() as u64, self.busy, self.available);
+        let mean_work_us = self.mean_work_us(now);
         let counts = self.counts(now);
         counts.queue_len = queue_len;
         counts.busy = busy;
         counts.workers_available = available;
+        counts.mean_work_us = mean_work_us;
+    }
+
+    /// The mean work of a request started at `now`, in microseconds, if a cold start or a
+    /// cache makes it differ from the mean service time (0 if neither is configured).
+    fn mean_work_us(&self, now: Micros) -> u64 {
+        if self.model.cache.is_none() && self.model.cold_start.is_none() {
+            return 0;
+        }
+        let service = self.model.mean_service_us();
+        let work = match (&self.model.cache, self.health.hit_ratio()) {
+            (Some(cache), Some(hit_ratio)) => {
+                hit_ratio * cache.hit_time as f64 + (1.0 - hit_ratio) * service
+            }
+            _ => service,
+        };
+        (work * self.health.cold_multiplier(now)).round().max(1.0) as u64
     }
 
     /// Takes every queued request and every repeat waiting on a key (waiters first, in key
@@ -551,4 +574,6 @@ pub struct ServiceRecord {
     pub counts: Buckets<ServiceBucket>,
     /// Each crash under overload: when it went down and when it came back.
     pub restarts: Vec<(Micros, Micros)>,
+    /// The longest its queue was at any instant.
+    pub peak_queue_len: u64,
 }

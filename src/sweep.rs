@@ -247,20 +247,43 @@ impl SweepSpec {
     }
 
     fn overrides(&self, point: Option<usize>) -> Vec<Override> {
+        let tuned = self.tuned_policy_index();
+        let key = |key: &str| match (tuned, key.strip_prefix("policy.")) {
+            // `policy.base` sets every policy; only the tuned one runs, so only it is set (the
+            // others might not even be valid with the value, as a policy without backoff).
+            (Some(index), Some(field)) if !field.starts_with(|c: char| c.is_ascii_digit()) => {
+                format!("policy.{index}.{field}")
+            }
+            _ => key.to_string(),
+        };
         let mut overrides: Vec<Override> = self
             .fixed
             .iter()
-            .map(|(key, value)| Override::set(key, value))
+            .map(|(name, value)| Override::set(&key(name), value))
             .collect();
         if let Some(point) = point {
             for (axis, value) in self.axes.iter().zip(self.point_values(point)) {
                 overrides.push(Override {
                     flag: "--grid",
-                    ..Override::set(&axis.key, value)
+                    ..Override::set(&key(&axis.key), value)
                 });
             }
         }
         overrides
+    }
+
+    /// The index of the tuned policy among the scenario's `[[policy]]` tables, if it has
+    /// several (with one, `policy.base` already sets only it, and messages keep the key as
+    /// written).
+    fn tuned_policy_index(&self) -> Option<usize> {
+        let table: toml::Table = toml::from_str(&self.scenario_text).ok()?;
+        let policies = table.get("policy")?.as_array()?;
+        if policies.len() < 2 {
+            return None;
+        }
+        policies.iter().position(|policy| {
+            policy.get("name").and_then(toml::Value::as_str) == Some(self.policy.as_str())
+        })
     }
 
     /// The scenario of a point, reduced to the tuned policy.

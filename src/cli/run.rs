@@ -65,7 +65,8 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
     let mut code = ExitCode::SUCCESS;
     for path in &args.scenarios {
         match load(path, &args.set) {
-            Ok(scenario) => println!(
+            Ok(scenario) => writeln!(
+                io::stdout(),
                 "ok: {} ({}, {} polic{}{})",
                 path.display(),
                 scenario.name,
@@ -76,7 +77,7 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
                     "ies"
                 },
                 calls(&scenario)
-            ),
+            )?,
             Err(error) => {
                 eprintln!("retrystorm: {error}");
                 code = ExitCode::FAILURE;
@@ -182,9 +183,9 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     let page = report_html(&run)
         .map_err(|error| io::Error::other(format!("{}: {error}", report.display())))?;
     write_atomic(&report, &page).map_err(|error| with_path(error, &report))?;
-    print_table(&run, &folder);
+    print_table(&run, &folder)?;
     if args.stats {
-        print_stats(&run, wall);
+        print_stats(&run, wall)?;
     }
     Ok(())
 }
@@ -286,8 +287,13 @@ impl Progress {
     }
 }
 
-fn print_table(run: &ScenarioRun, folder: &Path) {
-    println!("{}: results in {}", run.scenario.name, folder.display());
+fn print_table(run: &ScenarioRun, folder: &Path) -> io::Result<()> {
+    writeln!(
+        io::stdout(),
+        "{}: results in {}",
+        run.scenario.name,
+        folder.display()
+    )?;
     let mut header: Vec<String> = [
         "policy",
         "operations",
@@ -367,28 +373,30 @@ fn print_table(run: &ScenarioRun, folder: &Path) {
                 }
             })
             .collect();
-        println!("  {}", padded.join("  "));
+        writeln!(io::stdout(), "  {}", padded.join("  "))
     };
-    line(header.iter().map(String::as_str).collect());
+    line(header.iter().map(String::as_str).collect())?;
     for row in &rows {
-        line(row.iter().map(String::as_str).collect());
+        line(row.iter().map(String::as_str).collect())?;
     }
     let claims = evaluate(run);
     if !claims.is_empty() {
-        println!("  lesson:");
+        writeln!(io::stdout(), "  lesson:")?;
         for claim in claims {
-            println!("    {claim}");
+            writeln!(io::stdout(), "    {claim}")?;
         }
     }
+    Ok(())
 }
 
-fn print_stats(run: &ScenarioRun, wall: Duration) {
+fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {
     let mut events = 0;
     for policy in &run.policies {
         let seconds = policy.wall.as_secs_f64();
         let measurements = &policy.measurements;
         events += measurements.events;
-        println!(
+        writeln!(
+            io::stdout(),
             "stats: {}: {} events in {:.3} s, {:.2} million events/s on one core; peak in flight: {} operations, {} attempts",
             policy.name,
             measurements.events,
@@ -396,15 +404,16 @@ fn print_stats(run: &ScenarioRun, wall: Duration) {
             measurements.events as f64 / seconds.max(1e-9) / 1e6,
             measurements.peak_operations_in_flight,
             measurements.peak_attempts_in_flight,
-        );
+        )?;
     }
-    println!(
+    writeln!(
+        io::stdout(),
         "stats: total: {events} events in {:.3} s wall ({} threads), {:.2} million events/s; peak memory {}",
         wall.as_secs_f64(),
         rayon::current_num_threads(),
         events as f64 / wall.as_secs_f64().max(1e-9) / 1e6,
         peak_memory().unwrap_or_else(|| "unavailable".into()),
-    );
+    )
 }
 
 /// Peak resident memory of this process, from Linux's /proc (VmHWM).

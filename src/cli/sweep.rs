@@ -122,7 +122,8 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     progress.stop();
     let wall = started.elapsed();
     let sweep_folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
-    println!(
+    writeln!(
+        io::stdout(),
         "{}: {} points x {} seed{}; ran {simulations} simulations{}",
         prepared.points[0].name,
         prepared.spec.point_count(),
@@ -133,14 +134,15 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         } else {
             format!(" (shard {shard})")
         }
-    );
+    )?;
     if shard != Shard::WHOLE {
         let folder = sweep_folder.join(format!("shard-{}-of-{}", shard.index, shard.count));
         write_all(&folder, &shard_files(&prepared, shard, &rows))?;
-        println!(
+        writeln!(
+            io::stdout(),
             "results in {}; combine the shards with `retrystorm merge`",
             folder.display()
-        );
+        )?;
     } else {
         let formats = if args.no_charts {
             vec![]
@@ -150,18 +152,23 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         match finalize(&prepared, &rows, &formats) {
             Ok((files, recommendation)) => {
                 write_all(&sweep_folder, &files)?;
-                println!("results in {}\n\n{recommendation}", sweep_folder.display());
+                writeln!(
+                    io::stdout(),
+                    "results in {}\n\n{recommendation}",
+                    sweep_folder.display()
+                )?;
             }
             Err(error) => return fail(error),
         }
     }
     if args.stats {
-        println!(
+        writeln!(
+            io::stdout(),
             "stats: {simulations} simulations in {:.3} s wall ({} threads), {:.2} simulations/s",
             wall.as_secs_f64(),
             rayon::current_num_threads(),
             simulations as f64 / wall.as_secs_f64().max(1e-9)
-        );
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -188,11 +195,12 @@ pub fn merge_shards(args: &MergeArgs) -> io::Result<ExitCode> {
     };
     let folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
     write_all(&folder, &files)?;
-    println!(
+    writeln!(
+        io::stdout(),
         "merged {} shards into {}\n\n{recommendation}",
         folders.len(),
         folder.display()
-    );
+    )?;
     Ok(ExitCode::SUCCESS)
 }
 

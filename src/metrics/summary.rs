@@ -326,7 +326,7 @@ pub struct ServiceSummary {
     pub amplification: f64,
     /// The highest requests per second sent to it in any bucket.
     pub peak_requests_rps: f64,
-    /// The longest its queue was at the end of a bucket.
+    /// The longest its queue was at any instant.
     pub peak_queue_len: u64,
     /// Worker-seconds it spent on requests whose caller had given up.
     pub wasted_work_s: f64,
@@ -467,8 +467,8 @@ impl Measurements {
     }
 
     /// Seconds from the incident's end to the start of the first bucket from which every
-    /// health window (sliding by one bucket, cut at the end of arrivals) is healthy; never if
-    /// the last one is not.
+    /// health window (whole windows sliding by one bucket, up to the end of arrivals) is
+    /// healthy; never if the last one is not.
     fn recovery_s(&self, incident: Incident) -> Recovery {
         if !incident.exists {
             return Recovery::NoIncident;
@@ -478,11 +478,18 @@ impl Measurements {
         if first >= last {
             return Recovery::After(0.0);
         }
-        let width = (incident.health.window.div_ceil(self.bucket) as usize).max(1);
+        // Whole windows only: a window cut short by the end of arrivals could hold nothing but
+        // the instants of an outage in which nothing ended and nothing was retried yet, and call
+        // that healthy. With less than one window left after the incident, the rest is one.
+        let width = (incident.health.window.div_ceil(self.bucket) as usize)
+            .max(1)
+            .min(last - first);
         let mut recovered = None;
-        for index in (first..last).rev() {
-            let window = &self.buckets[index..(index + width).min(last)];
-            if !incident.health.is_healthy(window) {
+        for index in (first..=last - width).rev() {
+            if !incident
+                .health
+                .is_healthy(&self.buckets[index..index + width])
+            {
                 break;
             }
             recovered = Some(index);
@@ -600,6 +607,40 @@ mod tests {
             ..bucket_wide
         };
         assert_eq!(run.recovery_s(two_buckets), Recovery::After(1.0));
+    }
+
+    /// A crash in the last second: the buckets after it hold refused attempts that have not
+    /// failed or been retried yet, so on their own they look healthy. Only whole windows count,
+    /// and the one that holds the crash is not healthy: the run never recovered.
+    #[test]
+    fn a_window_cut_short_by_the_end_of_arrivals_does_not_count() {
+        let silent = BucketCounts::default();
+        let run = measurements(vec![healthy(), storm(), healthy(), storm(), silent]);
+        let two_buckets = Incident {
+            health: HealthRule {
+                window: 2 * MICROS_PER_SECOND,
+                ..HealthRule::default()
+            },
+            ..incident(0, 1, 5)
+        };
+        assert_eq!(run.recovery_s(two_buckets), Recovery::Never);
+        // With less than a window left after the incident, what is left is the window.
+        let late = Incident {
+            health: HealthRule {
+                window: 10 * MICROS_PER_SECOND,
+                ..HealthRule::default()
+            },
+            ..incident(0, 2, 5)
+        };
+        assert_eq!(run.recovery_s(late), Recovery::Never);
+        let calm_end = measurements(vec![storm(), healthy(), healthy()]);
+        assert_eq!(
+            calm_end.recovery_s(Incident {
+                health: late.health,
+                ..incident(0, 1, 3)
+            }),
+            Recovery::After(0.0)
+        );
     }
 
     #[test]

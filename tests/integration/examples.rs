@@ -15,7 +15,7 @@ fn committed_examples_are_current() {
         })
         .collect();
     scenarios.sort();
-    assert!(scenarios.len() >= 8, "{scenarios:?}");
+    assert!(scenarios.len() >= 10, "{scenarios:?}");
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("examples");
     let _ = std::fs::remove_dir_all(&out);
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))

@@ -27,7 +27,7 @@ fn bundled_paths() -> Vec<PathBuf> {
         })
         .collect();
     paths.sort();
-    assert!(paths.len() >= 9, "bundled scenarios: {paths:?}");
+    assert!(paths.len() >= 10, "bundled scenarios: {paths:?}");
     paths
 }
 

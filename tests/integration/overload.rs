@@ -384,3 +384,70 @@ fn adaptive_limits_hold_latency_where_their_algorithms_settle() {
     );
     assert!(service.totals().concurrency_limited > 0);
 }
+
+/// `peak_queue_len` is the longest the queue was at any instant, not at a bucket's end: 50
+/// requests sent at the same instant to one worker of 10 ms make a queue of 49 at once; it has
+/// drained (to 0) long before the one-second bucket ends. And `capacity_rps` follows a cold
+/// start: a service restarted at factor 3 serves a third as fast right after the restart.
+#[test]
+fn the_queue_peak_is_instantaneous_and_capacity_follows_a_cold_start() {
+    let together = scenario(
+        r#"
+name = "burst"
+duration = "1s"
+seed = 3
+[clients]
+count = 50
+workload = "closed"
+think_time = "100s"
+start = "together"
+deadline = "10s"
+attempt_timeout = "10s"
+[network]
+latency = "1ms"
+[upstream]
+workers = 1
+service_time = "10ms"
+queue_limit = 100
+"#,
+    );
+    let burst = run(&together);
+    let upstream = &burst.policies[0].measurements.services[0];
+    assert_eq!(upstream.peak_queue_len, 49);
+    assert_eq!(upstream.buckets[0].queue_len, 0);
+
+    let cold = scenario(
+        r#"
+name = "cold"
+duration = "6s"
+seed = 3
+bucket = "500ms"
+[clients]
+count = 10
+rate = 10.0
+deadline = "10s"
+attempt_timeout = "10s"
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "10ms"
+queue_limit = 1000
+outage = "crash"
+capacity = [ { at = "1s", factor = 1.0 }, { at = "1s", factor = 0.0 }, { at = "2s", factor = 0.0 }, { at = "2s", factor = 1.0 } ]
+cold_start = { factor = 3, time = "1h" }
+"#,
+    );
+    let restarted = run(&cold);
+    let model = &restarted.policies[0].model.services[0];
+    let capacity = |index: usize| {
+        restarted.policies[0].measurements.services[0].buckets[index]
+            .capacity_rps(true, model.mean_service_us())
+            .expect("a leaf has a capacity")
+    };
+    // Warm before the outage: 10 workers of 10 ms. Right after the restart (decaying over an
+    // hour, so still 3 times as slow a second later): a third of that.
+    assert_eq!(capacity(0), 1000.0);
+    let after = capacity(5);
+    assert!((after - 1000.0 / 3.0).abs() < 1.0, "cold capacity {after}");
+}

@@ -349,3 +349,34 @@ fn a_sweep_tunes_a_tiers_retries() {
         String::from_utf8_lossy(&refused.stderr)
     );
 }
+
+/// In a scenario with several policies, `policy.base` sets the tuned one only: in `contention`
+/// the policy without backoff has `cap = "0s"`, below any base the grid tries, and must not
+/// make every point invalid, since it never runs.
+#[test]
+fn a_grid_key_for_every_policy_sets_only_the_tuned_one() {
+    let out = fresh("sweep-tuned-only");
+    let output = retrystorm(
+        &[
+            "sweep",
+            "scenarios/contention.toml",
+            "--policy",
+            "full jitter",
+            "--grid",
+            "policy.base=5ms,10ms",
+            "--seeds",
+            "1",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "2",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = std::fs::read_to_string(out.join("contention-sweep/results.csv")).unwrap();
+    assert_eq!(results.lines().count(), 3, "{results}");
+}
