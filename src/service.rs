@@ -75,6 +75,50 @@ struct RequestRecord {
     version: u64,
 }
 
+/// A record kept per slab slot, for the slot's current tenant (a generation).
+trait Tenant: Clone + Default {
+    fn generation(&self) -> u32;
+    fn new_tenant(generation: u32) -> Self;
+}
+
+impl Tenant for KeyRecord {
+    fn generation(&self) -> u32 {
+        self.generation
+    }
+    fn new_tenant(generation: u32) -> Self {
+        KeyRecord {
+            generation,
+            ..KeyRecord::default()
+        }
+    }
+}
+
+impl Tenant for RequestRecord {
+    fn generation(&self) -> u32 {
+        self.generation
+    }
+    fn new_tenant(generation: u32) -> Self {
+        RequestRecord {
+            generation,
+            ..RequestRecord::default()
+        }
+    }
+}
+
+/// The record in `table` for `key`, fresh if `key` is a new tenant of its slot.
+#[inline]
+fn tenant<T: Tenant>(table: &mut Vec<T>, key: Key) -> &mut T {
+    let slot = key.slot as usize;
+    if slot >= table.len() {
+        table.resize(slot + 1, T::default());
+    }
+    let record = &mut table[slot];
+    if record.generation() != key.generation {
+        *record = T::new_tenant(key.generation);
+    }
+    record
+}
+
 /// A running service.
 #[derive(Debug)]
 pub struct Service<'m> {
@@ -316,18 +360,7 @@ impl<'m> Service<'m> {
 
     /// The record of request `attempt`, new if it is a new tenant of its slot.
     fn request(&mut self, attempt: Key) -> &mut RequestRecord {
-        let slot = attempt.slot as usize;
-        if slot >= self.requests.len() {
-            self.requests.resize(slot + 1, RequestRecord::default());
-        }
-        let record = &mut self.requests[slot];
-        if record.generation != attempt.generation {
-            *record = RequestRecord {
-                generation: attempt.generation,
-                ..RequestRecord::default()
-            };
-        }
-        record
+        tenant(&mut self.requests, attempt)
     }
 
     /// Requests in the service: queued, or held by a worker.
@@ -485,18 +518,7 @@ impl<'m> Service<'m> {
     // ---- idempotency keys and writes -------------------------------------------------------
 
     fn record(&mut self, logical: Key) -> &mut KeyRecord {
-        let slot = logical.slot as usize;
-        if slot >= self.keys.len() {
-            self.keys.resize(slot + 1, KeyRecord::default());
-        }
-        let record = &mut self.keys[slot];
-        if record.generation != logical.generation {
-            *record = KeyRecord {
-                generation: logical.generation,
-                ..KeyRecord::default()
-            };
-        }
-        record
+        tenant(&mut self.keys, logical)
     }
 
     /// The key state of the logical operation `logical`.

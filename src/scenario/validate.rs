@@ -475,6 +475,33 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
         {
             return Err((span, "at_least and at_most must be finite numbers".into()));
         }
+        if INCIDENT_METRICS.contains(&claim.metric.as_str()) && !has_incident(scenario) {
+            return Err((
+                span,
+                format!(
+                    "`{}` needs an incident to measure, and no capacity or load curve leaves its starting level",
+                    claim.metric
+                ),
+            ));
+        }
     }
     Ok(())
+}
+
+/// The summary metrics measured in or from the incident: undefined without one.
+const INCIDENT_METRICS: [&str; 4] = [
+    "recovery_s",
+    "peak_incident_rps",
+    "incident_goodput_rps",
+    "incident_failed",
+];
+
+/// Whether some service's capacity or the offered load leaves its starting level.
+fn has_incident(scenario: &Scenario) -> bool {
+    let leaves = |points: &[CapacityPoint]| !CapacityCurve::new(1, points).incidents().is_empty();
+    leaves(&scenario.clients.load)
+        || scenario
+            .services()
+            .iter()
+            .any(|service| leaves(&service.capacity))
 }

@@ -203,3 +203,65 @@ fn overrides_are_validated_like_the_file_and_blamed_for_their_errors() {
     assert!(message.starts_with("bad.toml"), "{message}");
     assert!("novalue".parse::<Override>().is_err());
 }
+
+/// A lesson's claims and the health rule are checked when the scenario is read: the policies
+/// and metrics a claim names exist, it compares with exactly one thing, a window holds time and
+/// takes a metric that can be counted in it, and a metric of the incident needs an incident.
+#[test]
+fn claims_and_the_health_rule_are_checked_before_anything_runs() {
+    let claim = |body: &str| {
+        error_with(
+            "name = \"a\"\n",
+            &format!("name = \"a\"\n\n[[expect]]\n{body}\n"),
+        )
+    };
+    let cases: [(&str, &[&str]); 8] = [
+        (
+            "policy = \"b\"\nmetric = \"success_rate\"\nat_least = 0.9",
+            &[
+                "bad.toml:15:1:",
+                "names policy \"b\"",
+                "did you mean \"a\"?",
+            ],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"sucess_rate\"\nat_least = 0.9",
+            &["unknown metric `sucess_rate`", "success_rate"],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"success_rate\"",
+            &["exactly one of better_than"],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"success_rate\"\nbetter_than = \"a\"",
+            &["cannot beat itself"],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"p99_ms\"\nat_most = 100\nwindow = { from = \"1s\", to = \"2s\" }",
+            &["`p99_ms` cannot be taken over a window", "goodput_rps"],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"goodput_rps\"\nat_least = 1\nwindow = { from = \"2s\", to = \"1s\" }",
+            &["is empty"],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"success_rate\"\nat_least = 0.9\nmargin = 0.1",
+            &["margin goes with better_than"],
+        ),
+        (
+            "policy = \"a\"\nmetric = \"recovery_s\"\nat_most = 1",
+            &[
+                "`recovery_s` needs an incident",
+                "no capacity or load curve",
+            ],
+        ),
+    ];
+    for (body, parts) in cases {
+        assert_contains(&claim(body), parts);
+    }
+    let window = error_with("[[policy]]", "[recovery]\nwindow = \"0s\"\n\n[[policy]]");
+    assert_contains(
+        &window,
+        &["bad.toml:13:10:", "[recovery] window must be above zero"],
+    );
+}
