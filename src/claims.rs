@@ -16,7 +16,7 @@ use std::fmt;
 use crate::metrics::{Better, Measurements, metric};
 use crate::run::{PolicyRun, ScenarioRun};
 use crate::scenario::{Expect, ExpectWindow};
-use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::time::Micros;
 
 /// The metrics a claim may restrict to a time window, computed from the buckets in it.
 pub const WINDOW_METRICS: [(&str, Better); 6] = [
@@ -115,32 +115,15 @@ fn value(policy: &PolicyRun, claim: &Expect) -> f64 {
 
 /// `metric` (one of [`WINDOW_METRICS`]) over the buckets that overlap `[from, to)`.
 pub fn window_metric(measurements: &Measurements, metric: &str, from: Micros, to: Micros) -> f64 {
-    let range = measurements.buckets_between(from, to);
-    let seconds = range.len() as f64 * measurements.bucket as f64 / MICROS_PER_SECOND as f64;
-    let buckets = &measurements.buckets[range];
-    let sum = |field: fn(&crate::metrics::BucketCounts) -> u64| {
-        buckets.iter().map(field).sum::<u64>() as f64
-    };
-    let per_second = |count: f64| {
-        if seconds > 0.0 {
-            count / seconds
-        } else {
-            f64::NAN
-        }
-    };
+    let window = measurements.window(from, to);
+    let ratio = |numerator: u64, denominator: u64| numerator as f64 / denominator as f64;
     match metric {
-        "goodput_rps" => per_second(sum(|b| b.succeeded)),
-        "failed_rps" => per_second(sum(|b| b.failed)),
-        "success_rate" => sum(|b| b.succeeded) / (sum(|b| b.succeeded) + sum(|b| b.failed)),
-        "attempts_rps" => per_second(sum(|b| b.attempts)),
-        "peak_attempts_rps" => {
-            buckets
-                .iter()
-                .map(|b| b.attempts as f64)
-                .fold(f64::NAN, f64::max)
-                / (measurements.bucket as f64 / MICROS_PER_SECOND as f64)
-        }
-        "amplification" => sum(|b| b.attempts) / sum(|b| b.first_attempts),
+        "goodput_rps" => window.per_second(window.succeeded),
+        "failed_rps" => window.per_second(window.failed),
+        "success_rate" => ratio(window.succeeded, window.succeeded + window.failed),
+        "attempts_rps" => window.per_second(window.attempts),
+        "peak_attempts_rps" => window.peak_attempts_rps,
+        "amplification" => ratio(window.attempts, window.first_attempts),
         _ => unreachable!("validated: windowed claims name window metrics"),
     }
 }

@@ -22,8 +22,11 @@
 //!
 //! A *service* ([`crate::service`]) checks, in order: an outage (capacity zero) and what it
 //! means, the rate limiter (429 with Retry-After), load-independent errors, the idempotency key
-//! ([`crate::idempotency`]), then admission: a free worker serves at once, else the request
-//! waits in a FIFO queue of at most `queue_limit`, else it is refused with `overload_status`.
+//! ([`crate::idempotency`]), then its concurrency limit, if it has one, then admission: a free
+//! worker serves at once, else the request waits in a queue of at most `queue_limit` (FIFO, or
+//! the service's `queue_discipline`), else it is refused with `overload_status`. A refusal may
+//! cost a worker's time (`rejection_cost`); a service may crash under overload and come back
+//! cold ([`crate::service::health`]).
 //! A worker spends a `service_time` on the request, then, if the service calls others, makes
 //! each call in order as a client of its own (its `retry` policy, the deadline propagated or
 //! fresh), held all the while, as a thread-per-request server is. When every call succeeded it
@@ -31,7 +34,8 @@
 //! calls nothing holds the data: serving a request of a non-idempotent method there commits a
 //! write, and a commit beyond the first for one logical operation at one service is a
 //! duplicate write. Work whose caller has given up is finished anyway and counted as wasted,
-//! unless `drop_expired` drops it when it reaches a worker.
+//! unless `drop_expired` drops it when it reaches a worker or `cancellation` stops it when the
+//! caller gives up.
 //!
 //! # Determinism
 //!

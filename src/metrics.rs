@@ -17,7 +17,7 @@ use crate::service::ServiceRecord;
 
 use crate::time::{MICROS_PER_SECOND, Micros};
 pub use summary::{
-    Better, HealthRule, Incident, METRICS, Metric, Recovery, ServiceSummary, Summary, Unit,
+    Better, HealthRule, Incident, METRICS, Metric, Recovery, ServiceSummary, Summary, Unit, Window,
     format_metric, metric, metric_index, metric_names, parse_metric,
 };
 

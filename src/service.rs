@@ -7,8 +7,9 @@
 //! service's own [`ServiceBucket`]s. It never sees a client's records: requests are attempt
 //! keys it queues and hands back, and what it needs to know of the operation behind a request
 //! (its logical operation's key, the client) comes in as arguments. So a topology is just
-//! several of these, addressed by index, and the behaviours still to come (queue disciplines,
-//! concurrency limits, crashes under overload) each have one place to live.
+//! several of these, addressed by index, and its behaviours under overload (queue disciplines,
+//! concurrency limits, crashes and cold starts, a cache) each live in a module of their own
+//! below it.
 //!
 //! The idempotency-key store keeps, per logical operation, the key's state and the writes
 //! committed here ([`crate::idempotency`]). Records are indexed by the logical operation's
@@ -303,12 +304,6 @@ impl<'m> Service<'m> {
             self.counts(now).rejected_overload += 1;
             Admission::Refuse
         }
-    }
-
-    /// Whether a worker is free.
-    #[inline]
-    pub fn has_free_worker(&self) -> bool {
-        self.busy < self.available
     }
 
     /// A request joins the queue at `now`.

@@ -362,14 +362,62 @@ impl Default for HealthRule {
 }
 
 impl HealthRule {
-    /// Whether the buckets of one window, taken together, are healthy.
-    pub fn is_healthy(&self, window: &[BucketCounts]) -> bool {
-        let sum = |field: fn(&BucketCounts) -> u64| window.iter().map(field).sum::<u64>() as f64;
-        let failed = sum(|counts| counts.failed);
-        let ended = sum(|counts| counts.succeeded) + failed;
+    /// Whether a window is healthy.
+    pub fn is_healthy(&self, window: &Window) -> bool {
+        let failed = window.failed as f64;
+        let ended = window.succeeded as f64 + failed;
         failed <= self.max_failed * ended
-            && sum(|counts| counts.retries)
-                <= self.max_retries * sum(|counts| counts.first_attempts)
+            && window.retries as f64 <= self.max_retries * window.first_attempts as f64
+    }
+}
+
+/// What a run of consecutive buckets adds up to: the counts that a claim's window, the
+/// incident's metrics and the health rule are computed from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    /// Its length in seconds.
+    pub seconds: f64,
+    /// Operations that succeeded in it.
+    pub succeeded: u64,
+    /// Operations that failed in it.
+    pub failed: u64,
+    /// Requests sent in it.
+    pub attempts: u64,
+    /// First attempts sent in it.
+    pub first_attempts: u64,
+    /// Retries sent in it.
+    pub retries: u64,
+    /// Attempts per second of its busiest bucket; NaN for a window of no bucket.
+    pub peak_attempts_rps: f64,
+}
+
+impl Window {
+    /// Adds up `buckets`, each `bucket` long.
+    pub fn of(buckets: &[BucketCounts], bucket: Micros) -> Window {
+        let sum = |field: fn(&BucketCounts) -> u64| buckets.iter().map(field).sum::<u64>();
+        let bucket_s = bucket as f64 / MICROS_PER_SECOND as f64;
+        Window {
+            seconds: buckets.len() as f64 * bucket_s,
+            succeeded: sum(|b| b.succeeded),
+            failed: sum(|b| b.failed),
+            attempts: sum(|b| b.attempts),
+            first_attempts: sum(|b| b.first_attempts),
+            retries: sum(|b| b.retries),
+            peak_attempts_rps: buckets
+                .iter()
+                .map(|b| b.attempts as f64)
+                .fold(f64::NAN, f64::max)
+                / bucket_s,
+        }
+    }
+
+    /// `count` per second of the window; NaN for a window of no bucket.
+    pub fn per_second(&self, count: u64) -> f64 {
+        if self.seconds > 0.0 {
+            count as f64 / self.seconds
+        } else {
+            f64::NAN
+        }
     }
 }
 
@@ -406,18 +454,8 @@ impl Measurements {
         };
         let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
-        let during = self.buckets_between(incident.start, incident.end);
-        let after = self.buckets_between(incident.end, Micros::MAX);
-        let peak = |range: std::ops::Range<usize>| {
-            self.buckets[range]
-                .iter()
-                .map(|b| b.attempts as f64 / seconds(self.bucket))
-                .fold(0.0, f64::max)
-        };
-        let in_incident = |field: fn(&BucketCounts) -> u64| {
-            self.buckets[during.clone()].iter().map(field).sum::<u64>()
-        };
-        let incident_s = during.len() as f64 * seconds(self.bucket);
+        let during = self.window(incident.start, incident.end);
+        let after = self.window(incident.end, Micros::MAX);
         Summary {
             operations,
             succeeded,
@@ -433,18 +471,19 @@ impl Measurements {
             p50_ms: self.total_latency.quantile(0.5).map(to_ms),
             p99_ms: self.total_latency.quantile(0.99).map(to_ms),
             max_ms: (succeeded > 0).then(|| to_ms(self.latency_max_us as f64)),
+            // A peak over no bucket is 0: nothing was sent.
             peak_incident_rps: if incident.exists {
-                peak(during.clone())
+                during.peak_attempts_rps.max(0.0)
             } else {
                 f64::NAN
             },
-            peak_after_rps: peak(after),
-            incident_goodput_rps: if incident.exists && incident_s > 0.0 {
-                in_incident(|b| b.succeeded) as f64 / incident_s
+            peak_after_rps: after.peak_attempts_rps.max(0.0),
+            incident_goodput_rps: if incident.exists {
+                during.per_second(during.succeeded)
             } else {
                 f64::NAN
             },
-            incident_failed: in_incident(|b| b.failed),
+            incident_failed: during.failed,
             wasted_work_s: self
                 .services
                 .iter()
@@ -456,8 +495,13 @@ impl Measurements {
         }
     }
 
+    /// The buckets that overlap `[from, to)`, added up.
+    pub fn window(&self, from: Micros, to: Micros) -> Window {
+        Window::of(&self.buckets[self.buckets_between(from, to)], self.bucket)
+    }
+
     /// The buckets that overlap `[from, to)`.
-    pub fn buckets_between(&self, from: Micros, to: Micros) -> std::ops::Range<usize> {
+    fn buckets_between(&self, from: Micros, to: Micros) -> std::ops::Range<usize> {
         if to <= from {
             return 0..0;
         }
@@ -486,10 +530,8 @@ impl Measurements {
             .min(last - first);
         let mut recovered = None;
         for index in (first..=last - width).rev() {
-            if !incident
-                .health
-                .is_healthy(&self.buckets[index..index + width])
-            {
+            let window = Window::of(&self.buckets[index..index + width], self.bucket);
+            if !incident.health.is_healthy(&window) {
                 break;
             }
             recovered = Some(index);
@@ -684,18 +726,18 @@ mod tests {
     #[test]
     fn health_thresholds() {
         let rule = HealthRule::default();
-        assert!(rule.is_healthy(&[healthy()]));
-        assert!(!rule.is_healthy(&[storm()]));
+        assert!(rule.is_healthy(&Window::of(&[healthy()], MICROS_PER_SECOND)));
+        assert!(!rule.is_healthy(&Window::of(&[storm()], MICROS_PER_SECOND)));
         let one_percent_failed = BucketCounts {
             succeeded: 99,
             failed: 1,
             ..healthy()
         };
-        assert!(rule.is_healthy(&[one_percent_failed]));
+        assert!(rule.is_healthy(&Window::of(&[one_percent_failed], MICROS_PER_SECOND)));
         let too_many_retries = BucketCounts {
             retries: 11,
             ..healthy()
         };
-        assert!(!rule.is_healthy(&[too_many_retries]));
+        assert!(!rule.is_healthy(&Window::of(&[too_many_retries], MICROS_PER_SECOND)));
     }
 }
