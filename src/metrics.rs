@@ -187,10 +187,9 @@ impl ServiceBucket {
     /// Requests per second the workers available at the bucket's end could serve. For a
     /// service that calls nothing that is `workers / mean work`, the work slowed by a cold
     /// start or sped by a warm cache at that moment (`mean_service_us` without them); a calling
-    /// service's
-    /// workers are also held for their calls, so its capacity is measured: `workers / mean
-    /// time a worker held a request` among those it let go of in the bucket (`None` if it let
-    /// go of none).
+    /// service's workers are also held for their calls, so its capacity is measured:
+    /// `workers / mean time a worker held a request` among those it let go of in the bucket
+    /// (`None` if it let go of none).
     pub fn capacity_rps(&self, leaf: bool, mean_service_us: f64) -> Option<f64> {
         let mean_hold_us = if leaf && self.mean_work_us > 0 {
             self.mean_work_us as f64
@@ -212,8 +211,8 @@ impl ServiceBucket {
 /// A column of a service's counts: its name and how to read it.
 pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
-/// The counts of a [`ServiceBucket`] (but its wasted work, which is written in seconds), by the
-/// names `services.csv` and `summary.json` give them, in their column order.
+/// The counts of a [`ServiceBucket`] (but its worker times, which are written in seconds), by
+/// the names `services.csv` and `summary.json` give them, in their column order.
 pub const SERVICE_COUNTS: [ServiceColumn; 24] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
