@@ -53,6 +53,7 @@
 mod client;
 mod server;
 
+use crate::control::ControlSet;
 use crate::event_queue::EventQueue;
 use crate::metrics::{Measurements, Recorder};
 use crate::model::{Arrivals, Model, ServiceId};
@@ -220,6 +221,19 @@ struct Operation {
     in_service: u16,
     /// The caller is asking the status endpoint rather than repeating the request.
     checking: bool,
+    /// What the last retry of the request followed, for the controls' refunds.
+    last_retry: LastRetry,
+}
+
+/// What the last retry of a request followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LastRetry {
+    /// The request has not been retried.
+    None,
+    /// A failure with a response, or a reset.
+    Failure,
+    /// A timeout.
+    Timeout,
 }
 
 impl Operation {
@@ -247,6 +261,7 @@ impl Operation {
             writes: 0,
             in_service: 0,
             checking: false,
+            last_retry: LastRetry::None,
         }
     }
 
@@ -288,6 +303,10 @@ struct Engine<'a, O: Observer> {
     downstream: Vec<DownstreamCall>,
     attempts: Slab<Attempt>,
     services: Vec<Service<'a>>,
+    /// The user clients' overload controls.
+    user_controls: ControlSet,
+    /// Each service's controls toward the services it calls (empty for most).
+    caller_controls: Vec<ControlSet>,
     next_operation_id: u64,
     /// User operations started and not ended.
     unfinished: u64,
@@ -321,6 +340,29 @@ impl<'a, O: Observer> Engine<'a, O> {
                         seed,
                         model.users.count,
                         model.bucket,
+                    )
+                })
+                .collect(),
+            user_controls: ControlSet::new(
+                &model.users.policy.controls,
+                model.users.count,
+                model.users.processes,
+                Stream::new(seed, Purpose::ClientControl),
+            ),
+            caller_controls: model
+                .services
+                .iter()
+                .enumerate()
+                .map(|(id, service)| {
+                    let controls = service
+                        .downstream
+                        .as_ref()
+                        .map_or(&[][..], |policy| &policy.controls[..]);
+                    ControlSet::new(
+                        controls,
+                        1,
+                        1,
+                        Stream::owned(seed, Purpose::CallerControl, id as ServiceId),
                     )
                 })
                 .collect(),
@@ -396,7 +438,11 @@ impl<'a, O: Observer> Engine<'a, O> {
                     .get(operation)
                     .expect("a waiting operation is live")
                     .checking;
-                self.send(operation, checking);
+                if checking {
+                    self.send(operation, true);
+                } else {
+                    self.send_request(operation, true);
+                }
             }
             Event::Reach(attempt) => self.reach(attempt),
             Event::WorkDone(attempt) => self.work_done(attempt),

@@ -29,6 +29,7 @@ pub mod backoff;
 pub mod capacity;
 pub mod charts;
 pub mod claims;
+pub mod control;
 pub mod decide;
 pub mod decision;
 pub mod distribution;

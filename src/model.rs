@@ -9,6 +9,7 @@
 
 use crate::backoff::Jitter;
 use crate::capacity::CapacityCurve;
+use crate::control::{ControlKind, ControlModel};
 use crate::decision::is_idempotent_method;
 use crate::distribution::Distribution;
 use crate::metrics::{HealthRule, Incident};
@@ -16,8 +17,9 @@ use crate::retry_after::RetryAfterMode;
 use toml::Spanned;
 
 use crate::scenario::{
-    CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, DisciplineKind, InFlightRepeat,
-    LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service, Start, Workload,
+    CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
+    InFlightRepeat, LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service,
+    Start, Workload,
 };
 use crate::service::limit::{EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig};
 use crate::service::queue::{self, Discipline};
@@ -59,6 +61,8 @@ pub struct Users {
     pub endpoints: Vec<Endpoint>,
     /// The policy under test.
     pub policy: CallerPolicy,
+    /// The processes the clients run in, for controls kept per process.
+    pub processes: u64,
 }
 
 /// How operations start.
@@ -114,6 +118,8 @@ pub struct CallerPolicy {
     pub attempt_timeout: Micros,
     /// The budget of a whole call.
     pub deadline: Deadline,
+    /// Client-side overload controls, in the order they are asked.
+    pub controls: Vec<ControlModel>,
 }
 
 /// The budget of a call, from its start.
@@ -375,7 +381,9 @@ impl Model {
                 } else {
                     Deadline::Budget(clients.deadline.micros())
                 },
+                controls: controls(&policy.controls),
             },
+            processes: clients.processes.get_ref().get(),
         };
         let services = topology.services();
         let index_of = |name: &str| -> ServiceId {
@@ -415,6 +423,22 @@ impl Model {
                     window: rule.window.get_ref().micros(),
                 }),
         }
+    }
+
+    /// Whether the users or some calling service have a control of `kind`.
+    pub fn has_control(&self, kind: ControlKind) -> bool {
+        let has = |policy: &CallerPolicy| {
+            policy
+                .controls
+                .iter()
+                .any(|control| control.config.kind() == kind)
+        };
+        has(&self.users.policy)
+            || self
+                .services
+                .iter()
+                .filter_map(|s| s.downstream.as_ref())
+                .any(has)
     }
 
     /// The service the users call.
@@ -579,8 +603,14 @@ impl CallerPolicy {
                 CallDeadline::Propagate => Deadline::Propagate,
                 CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
             },
+            controls: controls(&retry.controls),
         }
     }
+}
+
+/// The controls of a policy or tier, defaults filled in.
+fn controls(specs: &[Spanned<ControlSpec>]) -> Vec<ControlModel> {
+    specs.iter().map(|spec| spec.get_ref().model()).collect()
 }
 
 /// The queue discipline a service's `queue_discipline` table describes, defaults filled in.

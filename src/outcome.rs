@@ -7,10 +7,11 @@
 
 use std::fmt;
 
+use crate::control::ControlKind;
 use crate::decision::StopReason;
 
-/// Why an operation ended without success: one of the decision's reasons, or a status check
-/// that could not say what happened.
+/// Why an operation ended without success: one of the decision's reasons, a status check
+/// that could not say what happened, or a client-side control that refused to send.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum FailureReason {
     /// The retry decision said stop.
@@ -18,17 +19,28 @@ pub enum FailureReason {
     /// The client asked the status endpoint and stopped before it could say whether the write
     /// happened: the outcome is unknown.
     StatusUnknown,
+    /// A control refused the retry (or the send) the decision allowed.
+    Control(ControlKind),
 }
+
+/// The number of reasons.
+const REASONS: usize = StopReason::ALL.len() + 1 + ControlKind::ALL.len();
 
 impl FailureReason {
     /// Every reason, in the order of the columns that count them: the decision's, in the order
-    /// of its checks, then `status-unknown`.
-    pub const ALL: [FailureReason; StopReason::ALL.len() + 1] = {
-        let mut all = [FailureReason::StatusUnknown; StopReason::ALL.len() + 1];
+    /// of its checks, then `status-unknown`, then the controls' vetoes.
+    pub const ALL: [FailureReason; REASONS] = {
+        let mut all = [FailureReason::StatusUnknown; REASONS];
         let mut index = 0;
         while index < StopReason::ALL.len() {
             all[index] = FailureReason::Decision(StopReason::ALL[index]);
             index += 1;
+        }
+        let mut control = 0;
+        while control < ControlKind::ALL.len() {
+            all[StopReason::ALL.len() + 1 + control] =
+                FailureReason::Control(ControlKind::ALL[control]);
+            control += 1;
         }
         all
     };
@@ -38,6 +50,7 @@ impl FailureReason {
         match self {
             FailureReason::Decision(reason) => reason.name(),
             FailureReason::StatusUnknown => "status-unknown",
+            FailureReason::Control(kind) => kind.veto_name(),
         }
     }
 
@@ -46,6 +59,7 @@ impl FailureReason {
         match self {
             FailureReason::Decision(reason) => reason as usize,
             FailureReason::StatusUnknown => StopReason::ALL.len(),
+            FailureReason::Control(kind) => StopReason::ALL.len() + 1 + kind as usize,
         }
     }
 
@@ -91,6 +105,8 @@ pub enum AttemptOutcome {
     NotFound,
     /// Status check: the request is still being processed.
     Pending,
+    /// Never sent: a client-side control refused it.
+    NotSent,
 }
 
 impl AttemptOutcome {
@@ -106,6 +122,7 @@ impl AttemptOutcome {
             AttemptOutcome::Committed => "committed",
             AttemptOutcome::NotFound => "not-found",
             AttemptOutcome::Pending => "pending",
+            AttemptOutcome::NotSent => "not-sent",
         }
     }
 }
@@ -165,6 +182,8 @@ mod tests {
             assert_eq!(FailureReason::from(reason).name(), reason.name());
         }
         assert_eq!(FailureReason::StatusUnknown.name(), "status-unknown");
+        assert_eq!(FailureReason::ALL[8].name(), "retry-budget-exhausted");
+        assert_eq!(FailureReason::ALL[12].name(), "circuit-open");
         let unknown: Vec<FailureReason> = FailureReason::ALL
             .into_iter()
             .filter(|reason| reason.is_unknown_outcome())

@@ -135,9 +135,26 @@ pub const TIMESERIES_COLUMNS: [&str; 25] = [
     "p99_ms",
 ];
 
+/// The failure reasons `timeseries.csv` has a column for: the decision's and `status-unknown`
+/// always, a control's veto only when some policy of the run has that control (so a scenario
+/// without controls keeps the columns it always had).
+pub fn failure_columns(run: &ScenarioRun) -> Vec<FailureReason> {
+    FailureReason::ALL
+        .into_iter()
+        .filter(|reason| match reason {
+            FailureReason::Control(kind) => run
+                .policies
+                .iter()
+                .any(|policy| policy.model.has_control(*kind)),
+            _ => true,
+        })
+        .collect()
+}
+
 /// The header of `timeseries.csv`: [`TIMESERIES_COLUMNS`] with, after `unknown_results`, one
-/// `failed_<reason>` column per failure reason (`failed_max_attempts`, ...).
-pub fn timeseries_header() -> Vec<String> {
+/// `failed_<reason>` column per failure reason of [`failure_columns`] (`failed_max_attempts`,
+/// ...).
+pub fn timeseries_header(reasons: &[FailureReason]) -> Vec<String> {
     let mut header: Vec<String> = TIMESERIES_COLUMNS
         .iter()
         .map(|name| name.to_string())
@@ -147,7 +164,7 @@ pub fn timeseries_header() -> Vec<String> {
         .position(|name| name == "unknown_results")
         .expect("a known column")
         + 1;
-    let reasons = FailureReason::ALL
+    let reasons = reasons
         .iter()
         .map(|reason| format!("failed_{}", reason.name().replace('-', "_")));
     header.splice(after..after, reasons);
@@ -157,6 +174,8 @@ pub fn timeseries_header() -> Vec<String> {
 /// One row per policy and bucket: counts in the bucket, state at its end, latency of the
 /// operations that succeeded in it. `t_s` is the bucket's start in seconds.
 pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
+    let reasons = failure_columns(run);
+    let columns = &reasons;
     let rows = run.policies.iter().flat_map(|policy| {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
@@ -196,7 +215,11 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
                     counts.unknown_results.to_string(),
                 ]
                 .into_iter()
-                .chain(counts.failures.iter().map(u64::to_string))
+                .chain(
+                    columns
+                        .iter()
+                        .map(|reason| counts.failures[reason.index()].to_string()),
+                )
                 .chain([
                     counts.duplicate_writes.to_string(),
                     state.queue_len.to_string(),
@@ -210,7 +233,7 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
                 .collect()
             })
     });
-    csv_bytes(&timeseries_header(), rows)
+    csv_bytes(&timeseries_header(&reasons), rows)
 }
 
 /// The header of `services.csv`.

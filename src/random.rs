@@ -39,6 +39,10 @@ pub enum Purpose {
     Limit = 8,
     /// A service's cache: hit or miss.
     Cache = 9,
+    /// The user clients' overload controls (adaptive throttling's local rejections).
+    ClientControl = 10,
+    /// The overload controls of a service calling the next one.
+    CallerControl = 11,
 }
 
 /// One random stream.

@@ -11,6 +11,7 @@
 //! after (relations between values: cap below base, unsorted capacity points, ...). Every error
 //! names the file, line and column, and says what would be valid; see [`load`].
 
+mod controls;
 mod load;
 mod overload;
 mod topology;
@@ -19,6 +20,7 @@ mod validate;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+pub use controls::ControlSpec;
 pub use load::{Override, ScenarioError, load, load_str};
 pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
@@ -167,6 +169,10 @@ pub struct Clients {
     /// service).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calls: Option<Spanned<String>>,
+    /// The processes the clients run in (default 1), client `i` in process `i % processes`:
+    /// controls with `scope = "process"` keep one state per process.
+    #[serde(default = "defaults::processes")]
+    pub processes: Spanned<Bounded<1, 100_000_000>>,
 }
 
 /// How operations arrive.
@@ -354,6 +360,10 @@ pub struct CallRetry {
     /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call.
     #[serde(default)]
     pub deadline: CallDeadline,
+    /// Client-side overload controls of this tier's calls, as a policy's `controls`; the
+    /// service is one process, so every scope is one state for the service.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<Spanned<ControlSpec>>,
 }
 
 /// The deadline of a downstream call.
@@ -487,6 +497,11 @@ pub struct Policy {
     /// compare key stores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_ttl: Option<Duration>,
+    /// Client-side overload controls, asked in this order after the decision says retry (and,
+    /// for a breaker or adaptive throttling, before every send): retry budgets, gRPC
+    /// throttling, the AWS retry quota, adaptive throttling, a circuit breaker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<Spanned<ControlSpec>>,
     /// Topology settings changed for this policy's run only, with the keys of `--set`:
     /// `overrides = { "service.api.retry.max_attempts" = 0 }` compares retrying at every layer
     /// with retrying only at the edge in one scenario.
@@ -518,6 +533,9 @@ mod defaults {
 
     pub fn seed() -> u64 {
         1
+    }
+    pub fn processes() -> Spanned<Bounded<1, 100_000_000>> {
+        Spanned::new(0..0, Bounded(1))
     }
     pub fn max_failed() -> Probability {
         Probability(0.01)
@@ -598,6 +616,7 @@ mod defaults {
             idempotency_key: None,
             status_endpoint: None,
             idempotency_ttl: None,
+            controls: Vec::new(),
             overrides: Overrides::default(),
         }]
     }
@@ -611,6 +630,7 @@ mod defaults {
             unsafe_retries: false,
             attempt_timeout: attempt_timeout(),
             deadline: CallDeadline::Propagate,
+            controls: Vec::new(),
         }
     }
 }

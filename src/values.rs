@@ -148,6 +148,20 @@ checked_float!(
     |x| (0.0..=100.0).contains(&x)
 );
 
+checked_float!(
+    /// A percentage, 0 to 100.
+    Percent,
+    "from 0 to 100",
+    |x| (0.0..=100.0).contains(&x)
+);
+checked_float!(
+    /// A retry budget's percentage of the load: 0 to 100 000 (Finagle's `percentCanRetry`
+    /// goes to 1000, that is 100 000%).
+    BudgetPercent,
+    "from 0 to 100000",
+    |x| (0.0..=100_000.0).contains(&x)
+);
+
 /// A name that can be a folder name: 1 to 100 letters, digits, `-`, `_` or `.`, not starting
 /// with `.`.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]

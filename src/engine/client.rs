@@ -4,8 +4,10 @@
 //! ([`Engine::finish`]).
 
 use super::{
-    Attempt, AttemptRecord, DownstreamCall, Engine, Event, Observer, Operation, Reply, Stage,
+    Attempt, AttemptRecord, DownstreamCall, Engine, Event, LastRetry, Observer, Operation, Reply,
+    Stage,
 };
+use crate::control::{AttemptEnd, CallEnd, ControlSet};
 use crate::decision::{Decision, RetryInput, StopReason, plan_retry};
 use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId};
 use crate::outcome::{AttemptOutcome, FailureReason, NextStep};
@@ -72,7 +74,10 @@ impl<O: Observer> Engine<'_, O> {
             self.now,
             deadline,
         ));
-        self.send(key, false);
+        if !self.user_controls.is_empty() {
+            self.user_controls.call_started(self.now, client);
+        }
+        self.send_request(key, false);
     }
 
     /// A service's worker, serving `parent`, makes its call number `number` to the next
@@ -113,6 +118,51 @@ impl<O: Observer> Engine<'_, O> {
             target: model.calls[usize::from(number)],
             logical,
         };
+        let controls = &mut self.caller_controls[usize::from(service)];
+        if !controls.is_empty() {
+            controls.call_started(self.now, client);
+        }
+        self.send_request(key, false);
+    }
+
+    /// The controls of the caller of `call` (the users', or the calling service's).
+    fn controls_of(&mut self, call: Option<DownstreamCall>) -> &mut ControlSet {
+        match call {
+            None => &mut self.user_controls,
+            Some(call) => &mut self.caller_controls[usize::from(call.service)],
+        }
+    }
+
+    /// Sends an attempt of the request itself (first, or a `retry`) if the caller's controls
+    /// admit it; a refusal ends the call with the refusing control as its reason.
+    pub(super) fn send_request(&mut self, key: Key, retry: bool) {
+        let now = self.now;
+        let operation = self.operations.get(key).expect("a live operation sends");
+        let (client, index, id) = (operation.client, operation.attempt, operation.id);
+        let call = self.downstream_call(key, operation);
+        let controls = self.controls_of(call);
+        if !controls.is_empty()
+            && let Err(kind) = controls.admit_send(now, client, retry)
+        {
+            let reason = FailureReason::Control(kind);
+            let user = call.is_none();
+            self.fail(key, reason);
+            if user {
+                self.observer.attempt(&AttemptRecord {
+                    client,
+                    operation: id,
+                    attempt: u32::from(index),
+                    send: now,
+                    end: now,
+                    outcome: AttemptOutcome::NotSent,
+                    status: None,
+                    retry_after: None,
+                    next_delay: None,
+                    next: NextStep::Stop(reason),
+                });
+            }
+            return;
+        }
         self.send(key, false);
     }
 
@@ -262,6 +312,23 @@ impl<O: Observer> Engine<'_, O> {
                 Reply::Pending => {}
             }
         }
+        if !status_check {
+            let live = self.operations.get(operation).expect("live operation");
+            let client = live.client;
+            let call = self.downstream_call(operation, live);
+            let now = self.now;
+            let controls = self.controls_of(call);
+            if !controls.is_empty() {
+                let end = AttemptEnd {
+                    retry: index > 0,
+                    outcome,
+                    transient: outcome != AttemptOutcome::Ok
+                        && status.is_none_or(|status| matches!(status, 429 | 503)),
+                    latency: now - send,
+                };
+                controls.attempt_ended(now, client, &end);
+            }
+        }
         let (next_delay, next) = if status_check {
             match (timed_out, reply) {
                 (false, Reply::Committed) => self.succeed(operation),
@@ -271,19 +338,19 @@ impl<O: Observer> Engine<'_, O> {
                         .get_mut(operation)
                         .expect("live operation")
                         .checking = false;
-                    self.decide(operation, None, true, None)
+                    self.decide(operation, None, true, None, false)
                 }
                 // Still being processed: ask again later, as after a transport error.
                 (false, Reply::StillPending) | (true, _) | (false, Reply::Reset) => {
-                    self.decide(operation, None, true, None)
+                    self.decide(operation, None, true, None, timed_out)
                 }
-                (false, _) => self.decide(operation, status, false, retry_after),
+                (false, _) => self.decide(operation, status, false, retry_after, false),
             }
         } else {
             match (timed_out, reply) {
                 (false, Reply::Ok) => self.succeed(operation),
-                (true, _) | (false, Reply::Reset) => self.no_response(operation),
-                (false, _) => self.decide(operation, status, false, retry_after),
+                (true, _) | (false, Reply::Reset) => self.no_response(operation, timed_out),
+                (false, _) => self.decide(operation, status, false, retry_after, false),
             }
         };
         if user {
@@ -309,7 +376,7 @@ impl<O: Observer> Engine<'_, O> {
 
     /// An attempt failed without a response: ask the status endpoint if the operation may
     /// have written, else let the decision judge a transport error.
-    fn no_response(&mut self, key: Key) -> (Option<Micros>, NextStep) {
+    fn no_response(&mut self, key: Key, timed_out: bool) -> (Option<Micros>, NextStep) {
         let operation = self.operations.get(key).expect("live operation");
         let endpoint = &self.model.users.endpoints[usize::from(operation.endpoint)];
         if endpoint.status_endpoint && !endpoint.idempotent_method {
@@ -323,18 +390,21 @@ impl<O: Observer> Engine<'_, O> {
             }
             return self.fail(key, FailureReason::StatusUnknown);
         }
-        self.decide(key, None, true, None)
+        self.decide(key, None, true, None, timed_out)
     }
 
     /// Asks the retry decision and acts on it. While the caller is asking the status endpoint,
     /// a retry asks it again, and a stop leaves the outcome unknown. A caller whose policy
-    /// allows no retries stops at once, without asking.
+    /// allows no retries stops at once, without asking. A retry of the request itself must
+    /// then pass the caller's controls; `timed_out` says the failure was a timeout (which some
+    /// controls charge more for).
     fn decide(
         &mut self,
         key: Key,
         status: Option<u16>,
         transport_error: bool,
         retry_after: Option<Micros>,
+        timed_out: bool,
     ) -> (Option<Micros>, NextStep) {
         let model = self.model;
         let operation = self.operations.get(key).expect("live operation");
@@ -379,11 +449,27 @@ impl<O: Observer> Engine<'_, O> {
         };
         match plan_retry(&input, &policy.jitter, policy.retry_after) {
             Decision::Retry { delay_ms, .. } => {
+                let (checking, client) = (operation.checking, operation.client);
+                let now = self.now;
+                let controls = self.controls_of(call);
+                if !checking
+                    && !controls.is_empty()
+                    && let Err(kind) = controls.admit_retry(now, client, timed_out)
+                {
+                    return self.fail(key, FailureReason::Control(kind));
+                }
                 // Round up so that an honoured Retry-After is never undercut by a microsecond.
                 let delay = (delay_ms * MICROS_PER_MS as f64).ceil() as Micros;
                 let operation = self.operations.get_mut(key).expect("live operation");
                 operation.attempt += 1;
                 operation.previous_delay_ms = delay_ms;
+                if !checking {
+                    operation.last_retry = if timed_out {
+                        LastRetry::Timeout
+                    } else {
+                        LastRetry::Failure
+                    };
+                }
                 self.events.push(self.now + delay, Event::Send(key));
                 (Some(delay), NextStep::Retry)
             }
@@ -423,8 +509,22 @@ impl<O: Observer> Engine<'_, O> {
     fn finish(&mut self, key: Key, succeeded: bool) {
         let operation = self.operations.get_mut(key).expect("live operation");
         operation.finished = true;
-        let client = operation.client;
-        match self.downstream_call(key, self.operations.get(key).expect("live operation")) {
+        let (client, last_retry) = (operation.client, operation.last_retry);
+        let call = self.downstream_call(key, self.operations.get(key).expect("live operation"));
+        let now = self.now;
+        let controls = self.controls_of(call);
+        if !controls.is_empty() {
+            let end = CallEnd {
+                success: succeeded,
+                last_retry_after_timeout: match last_retry {
+                    LastRetry::None => None,
+                    LastRetry::Failure => Some(false),
+                    LastRetry::Timeout => Some(true),
+                },
+            };
+            controls.call_ended(now, client, &end);
+        }
+        match call {
             None => {
                 self.unfinished -= 1;
                 if let Arrivals::Closed { think_mean_us, .. } = self.model.users.workload {

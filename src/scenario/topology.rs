@@ -16,7 +16,7 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::validate::span_of;
-use super::{Scenario, Service, defaults};
+use super::{ControlSpec, Scenario, Service, defaults};
 use crate::suggest::did_you_mean;
 use crate::values::Bounded;
 
@@ -101,6 +101,7 @@ pub(super) fn validate_topology(
             if retry.attempt_timeout.micros() == 0 {
                 return Err((spanned.span(), "attempt_timeout must be above zero".into()));
             }
+            super::validate::validate_controls(&retry.controls)?;
         }
     }
     Ok(())
@@ -380,6 +381,9 @@ fn topological_order(calls: &[Vec<usize>], entry: usize) -> Vec<usize> {
 /// Writes out the defaults of a topology: the entry point, and each calling service's retry
 /// policy and failure status.
 pub(super) fn resolve_defaults(scenario: &mut Scenario) {
+    for policy in &mut scenario.policy {
+        resolve_controls(&mut policy.controls);
+    }
     if scenario.service.is_empty() {
         return;
     }
@@ -398,5 +402,16 @@ pub(super) fn resolve_defaults(scenario: &mut Scenario) {
         service
             .failure_status
             .get_or_insert_with(|| Spanned::new(0..0, Bounded(503)));
+        if let Some(retry) = &mut service.retry {
+            resolve_controls(&mut retry.get_mut().controls);
+        }
+    }
+}
+
+/// Writes out every control's defaults, keeping where each was written.
+fn resolve_controls(controls: &mut [Spanned<ControlSpec>]) {
+    for control in controls {
+        let span = control.span();
+        *control = Spanned::new(span, control.get_ref().resolved());
     }
 }

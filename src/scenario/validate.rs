@@ -11,7 +11,9 @@ use std::ops::Range;
 use toml::Spanned;
 
 use super::topology::validate_topology;
-use super::{CapacityPoint, DisciplineKind, LimitKind, Outage, Scenario, Service, Workload};
+use super::{
+    CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Scenario, Service, Workload,
+};
 use crate::capacity::CapacityCurve;
 
 /// At most this many time-series buckets: each holds a latency histogram.
@@ -73,6 +75,16 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
 fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
     let clients = &scenario.clients;
     let count_span = clients.count.span();
+    let processes = clients.processes.get_ref().get();
+    if processes > clients.count.get_ref().get() {
+        return Err((
+            span_of(&clients.processes, count_span.clone()),
+            format!(
+                "{processes} processes for {} clients would leave some empty; processes must be at most count",
+                clients.count.get_ref().get()
+            ),
+        ));
+    }
     let workload_span = span_of(&clients.workload, count_span.clone());
     match clients.workload.get_ref() {
         Workload::Open => {
@@ -246,6 +258,18 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
                 ),
             ));
         }
+        validate_controls(&policy.controls)?;
+    }
+    Ok(())
+}
+
+/// Each control's settings belong to its kind, and the required ones are there.
+pub(super) fn validate_controls(controls: &[Spanned<ControlSpec>]) -> Result<(), Problem> {
+    for control in controls {
+        control
+            .get_ref()
+            .check()
+            .map_err(|message| (control.span(), message))?;
     }
     Ok(())
 }

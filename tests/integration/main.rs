@@ -3,6 +3,7 @@
 mod article_behaviours;
 mod charts;
 mod contention;
+mod controls;
 mod decide_command;
 mod decision_properties;
 mod determinism;

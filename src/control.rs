@@ -1,0 +1,396 @@
+//! Client-side overload controls: what real clients put between the retry decision and the
+//! network so that retries cannot multiply an overload.
+//!
+//! The article's decision says whether a retry is *allowed* by the operation (repeatable,
+//! transient, attempts and deadline left). Production clients add a second gate that looks at
+//! the client's recent history instead of the single operation: a retry budget (Finagle,
+//! Linkerd, Envoy), gRPC's retry throttling, the AWS SDKs' retry quota, Google's client-side
+//! adaptive throttling, a circuit breaker. Each is a small module behind [`Control`], asked at
+//! fixed points of a call's life:
+//!
+//! | hook | when | who uses it |
+//! |---|---|---|
+//! | [`Control::call_started`] | a call starts | Finagle's budget deposits |
+//! | [`Control::admit_send`] | an attempt (first or retry) is about to go out | breaker, adaptive throttling |
+//! | [`Control::attempt_ended`] | the caller learned an attempt's result | all that count outcomes |
+//! | [`Control::admit_retry`] | the decision said retry, before the backoff | budgets, throttling, quota |
+//! | [`Control::call_ended`] | the call ended | gRPC's and AWS's refunds |
+//!
+//! Controls are asked in the order the policy lists them; the first that refuses decides, and
+//! the call ends with that control's [`ControlKind`] as its failure reason (a veto is never
+//! silently turned into a retry later). Controls that had already admitted are told the send or
+//! retry will not happen ([`Control::send_cancelled`], [`Control::retry_cancelled`]) so that
+//! concurrency counts and half-open permits are given back. Status checks are not gated: they
+//! ask another endpoint what happened, and no control in the sources counts them.
+//!
+//! Every control keeps its state from the timestamps it is given (windows advance lazily), so
+//! none adds events to the queue, and a policy without controls draws no random number and
+//! does no work here. State is kept per client, per client process (`clients.processes`, the
+//! clients spread over them round-robin), or once for all clients ([`Scope`]); a service calling
+//! the next one is one process, so at a tier every scope is one state per calling service.
+
+pub mod aws_retry_quota;
+pub mod circuit_breaker;
+pub mod grpc_throttling;
+pub mod retry_budget;
+pub mod sre_throttling;
+mod window;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::outcome::AttemptOutcome;
+use crate::random::Stream;
+use crate::time::Micros;
+
+pub use window::SlidingWindow;
+
+/// The kinds of control, with the names scenario files use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ControlKind {
+    /// A retry budget: Finagle and Linkerd (a ratio of requests over a window, plus a minimum
+    /// rate), or Envoy (a ratio of active requests, plus a minimum concurrency).
+    RetryBudget,
+    /// gRPC's retry throttling token bucket (gRFC A6).
+    GrpcThrottling,
+    /// The AWS SDKs' standard-mode retry quota.
+    AwsRetryQuota,
+    /// Google SRE client-side adaptive throttling.
+    SreThrottling,
+    /// A circuit breaker with resilience4j's semantics.
+    CircuitBreaker,
+}
+
+impl ControlKind {
+    /// Every kind, in the order of their failure columns.
+    pub const ALL: [ControlKind; 5] = [
+        ControlKind::RetryBudget,
+        ControlKind::GrpcThrottling,
+        ControlKind::AwsRetryQuota,
+        ControlKind::SreThrottling,
+        ControlKind::CircuitBreaker,
+    ];
+
+    /// The `kind` a scenario writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            ControlKind::RetryBudget => "retry-budget",
+            ControlKind::GrpcThrottling => "grpc-throttling",
+            ControlKind::AwsRetryQuota => "aws-retry-quota",
+            ControlKind::SreThrottling => "sre-throttling",
+            ControlKind::CircuitBreaker => "circuit-breaker",
+        }
+    }
+
+    /// The failure reason of a call this control stopped.
+    pub fn veto_name(self) -> &'static str {
+        match self {
+            ControlKind::RetryBudget => "retry-budget-exhausted",
+            ControlKind::GrpcThrottling => "retry-throttled",
+            ControlKind::AwsRetryQuota => "retry-quota-exhausted",
+            ControlKind::SreThrottling => "throttled-locally",
+            ControlKind::CircuitBreaker => "circuit-open",
+        }
+    }
+}
+
+impl fmt::Display for ControlKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whose history a control's state holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scope {
+    /// Each client has its own.
+    Client,
+    /// The clients of one process share one (`clients.processes`), as a Finagle client, a
+    /// gRPC channel or an AWS SDK client is shared by the threads of one process.
+    #[default]
+    Process,
+    /// One for all clients.
+    Global,
+}
+
+impl Scope {
+    /// The name a scenario writes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scope::Client => "client",
+            Scope::Process => "process",
+            Scope::Global => "global",
+        }
+    }
+}
+
+/// What a control learns when an attempt ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AttemptEnd {
+    /// The attempt was a retry (it was admitted by [`Control::admit_retry`]).
+    pub retry: bool,
+    /// What happened to it.
+    pub outcome: AttemptOutcome,
+    /// A retry could outlive the failure: a transport error or a retryable status (the
+    /// decision's check 2). Successes are not transient.
+    pub transient: bool,
+    /// From send to result.
+    pub latency: Micros,
+}
+
+impl AttemptEnd {
+    /// The server took the request and answered it: success, or an error it produced after
+    /// accepting the work. Rejections (429, the overload status, a concurrency limit), resets
+    /// and timeouts are not accepted.
+    pub fn accepted(&self) -> bool {
+        matches!(
+            self.outcome,
+            AttemptOutcome::Ok | AttemptOutcome::Error | AttemptOutcome::Conflict
+        )
+    }
+
+    /// The attempt succeeded.
+    pub fn succeeded(&self) -> bool {
+        self.outcome == AttemptOutcome::Ok
+    }
+}
+
+/// What a control learns when a call ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallEnd {
+    /// The call succeeded.
+    pub success: bool,
+    /// The failure that led to the last retry was a timeout (`Some(true)`), another failure
+    /// (`Some(false)`), or the call was never retried (`None`).
+    pub last_retry_after_timeout: Option<bool>,
+}
+
+/// One control's state, for one scope. Every hook has a default that does nothing.
+pub trait Control {
+    /// A call starts.
+    fn call_started(&mut self, _now: Micros) {}
+    /// May an attempt go out now? `random` is the caller's control stream; a control that
+    /// draws from it must draw only when it could refuse, so that an idle control draws nothing.
+    fn admit_send(&mut self, _now: Micros, _retry: bool, _random: &mut Stream) -> bool {
+        true
+    }
+    /// An attempt this control admitted will not go out: a later control refused it.
+    fn send_cancelled(&mut self, _now: Micros) {}
+    /// Every control admitted the attempt, and it goes out.
+    fn sent(&mut self, _now: Micros) {}
+    /// The caller learned the result of an attempt.
+    fn attempt_ended(&mut self, _now: Micros, _end: &AttemptEnd) {}
+    /// The decision said retry after a failure (a timeout if `timed_out`): may it?
+    fn admit_retry(&mut self, _now: Micros, _timed_out: bool) -> bool {
+        true
+    }
+    /// A retry this control admitted will not be sent: a control refused it.
+    fn retry_cancelled(&mut self, _now: Micros) {}
+    /// The call ended.
+    fn call_ended(&mut self, _now: Micros, _end: &CallEnd) {}
+}
+
+/// A control's settings, resolved: every default filled in, durations in microseconds.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ControlConfig {
+    /// A retry budget over a window of requests (Finagle, Linkerd).
+    WindowedBudget(retry_budget::WindowedBudgetConfig),
+    /// A retry budget over concurrent requests (Envoy).
+    ConcurrencyBudget(retry_budget::ConcurrencyBudgetConfig),
+    /// gRPC retry throttling.
+    GrpcThrottling(grpc_throttling::GrpcThrottlingConfig),
+    /// The AWS retry quota.
+    AwsRetryQuota(aws_retry_quota::AwsRetryQuotaConfig),
+    /// Adaptive throttling.
+    SreThrottling(sre_throttling::SreThrottlingConfig),
+    /// A circuit breaker.
+    CircuitBreaker(circuit_breaker::CircuitBreakerConfig),
+}
+
+impl ControlConfig {
+    /// Which kind of control this is.
+    pub fn kind(&self) -> ControlKind {
+        match self {
+            ControlConfig::WindowedBudget(_) | ControlConfig::ConcurrencyBudget(_) => {
+                ControlKind::RetryBudget
+            }
+            ControlConfig::GrpcThrottling(_) => ControlKind::GrpcThrottling,
+            ControlConfig::AwsRetryQuota(_) => ControlKind::AwsRetryQuota,
+            ControlConfig::SreThrottling(_) => ControlKind::SreThrottling,
+            ControlConfig::CircuitBreaker(_) => ControlKind::CircuitBreaker,
+        }
+    }
+
+    /// A fresh state.
+    fn build(&self) -> Box<dyn Control> {
+        match self {
+            ControlConfig::WindowedBudget(config) => {
+                Box::new(retry_budget::WindowedBudget::new(config))
+            }
+            ControlConfig::ConcurrencyBudget(config) => {
+                Box::new(retry_budget::ConcurrencyBudget::new(config))
+            }
+            ControlConfig::GrpcThrottling(config) => {
+                Box::new(grpc_throttling::GrpcThrottling::new(config))
+            }
+            ControlConfig::AwsRetryQuota(config) => {
+                Box::new(aws_retry_quota::AwsRetryQuota::new(config))
+            }
+            ControlConfig::SreThrottling(config) => {
+                Box::new(sre_throttling::SreThrottling::new(config))
+            }
+            ControlConfig::CircuitBreaker(config) => {
+                Box::new(circuit_breaker::CircuitBreaker::new(config))
+            }
+        }
+    }
+}
+
+/// One control of a policy: its settings and whose history it keeps.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ControlModel {
+    /// The settings.
+    pub config: ControlConfig,
+    /// Per client, per process, or global.
+    pub scope: Scope,
+}
+
+/// One control and its states, one per scope slot, built when first used.
+struct Scoped {
+    model: ControlModel,
+    states: Vec<Option<Box<dyn Control>>>,
+}
+
+/// The controls of one caller (the user clients, or one calling service), in the policy's
+/// order, with their states.
+pub struct ControlSet {
+    controls: Vec<Scoped>,
+    /// Processes the clients are spread over (1 for a service).
+    processes: u64,
+    random: Stream,
+}
+
+impl ControlSet {
+    /// The controls of `models` for `clients` clients spread over `processes` processes (a
+    /// service calling others passes 1 and 1); `random` is the caller's control stream.
+    pub fn new(models: &[ControlModel], clients: u64, processes: u64, random: Stream) -> Self {
+        let controls = models
+            .iter()
+            .map(|model| {
+                let slots = match model.scope {
+                    Scope::Client => clients,
+                    Scope::Process => processes,
+                    Scope::Global => 1,
+                };
+                Scoped {
+                    model: model.clone(),
+                    states: (0..slots.max(1)).map(|_| None).collect(),
+                }
+            })
+            .collect();
+        ControlSet {
+            controls,
+            processes: processes.max(1),
+            random,
+        }
+    }
+
+    /// Whether the caller has no control (then nothing here needs to be called).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.controls.is_empty()
+    }
+
+    /// The state of control `index` for `client`.
+    fn state(&mut self, index: usize, client: u32) -> &mut dyn Control {
+        state_of(&mut self.controls[index], self.processes, client)
+    }
+
+    /// Calls `hook` on every control's state for `client`.
+    fn each(&mut self, client: u32, mut hook: impl FnMut(&mut dyn Control)) {
+        for index in 0..self.controls.len() {
+            hook(self.state(index, client));
+        }
+    }
+
+    /// A call of `client` starts.
+    pub fn call_started(&mut self, now: Micros, client: u32) {
+        self.each(client, |control| control.call_started(now));
+    }
+
+    /// May `client` send an attempt now? On a refusal, says which control refused, and the
+    /// controls that had admitted it (and, for a retry, admitted the retry) are told.
+    pub fn admit_send(&mut self, now: Micros, client: u32, retry: bool) -> Result<(), ControlKind> {
+        for index in 0..self.controls.len() {
+            let admitted = state_of(&mut self.controls[index], self.processes, client).admit_send(
+                now,
+                retry,
+                &mut self.random,
+            );
+            if !admitted {
+                for earlier in 0..index {
+                    self.state(earlier, client).send_cancelled(now);
+                }
+                if retry {
+                    self.each(client, |control| control.retry_cancelled(now));
+                }
+                return Err(self.controls[index].model.config.kind());
+            }
+        }
+        self.each(client, |control| control.sent(now));
+        Ok(())
+    }
+
+    /// `client` learned the result of an attempt.
+    pub fn attempt_ended(&mut self, now: Micros, client: u32, end: &AttemptEnd) {
+        self.each(client, |control| control.attempt_ended(now, end));
+    }
+
+    /// The decision said `client` may retry: may it? On a refusal, says which control refused,
+    /// and the controls that had admitted it are told.
+    pub fn admit_retry(
+        &mut self,
+        now: Micros,
+        client: u32,
+        timed_out: bool,
+    ) -> Result<(), ControlKind> {
+        for index in 0..self.controls.len() {
+            if !self.state(index, client).admit_retry(now, timed_out) {
+                for earlier in 0..index {
+                    self.state(earlier, client).retry_cancelled(now);
+                }
+                return Err(self.controls[index].model.config.kind());
+            }
+        }
+        Ok(())
+    }
+
+    /// A call of `client` ended.
+    pub fn call_ended(&mut self, now: Micros, client: u32, end: &CallEnd) {
+        self.each(client, |control| control.call_ended(now, end));
+    }
+}
+
+/// The state of `scoped` for `client`, built on first use.
+fn state_of(scoped: &mut Scoped, processes: u64, client: u32) -> &mut dyn Control {
+    let slot = match scoped.model.scope {
+        Scope::Client => client as usize % scoped.states.len(),
+        Scope::Process => (u64::from(client) % processes) as usize % scoped.states.len(),
+        Scope::Global => 0,
+    };
+    let config = &scoped.model.config;
+    scoped.states[slot]
+        .get_or_insert_with(|| config.build())
+        .as_mut()
+}
+
+impl fmt::Debug for ControlSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.controls.iter().map(|scoped| &scoped.model))
+            .finish()
+    }
+}

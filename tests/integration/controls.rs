@@ -1,0 +1,335 @@
+//! Client-side overload controls end to end: each one's effect on a run, against the rule of
+//! its source worked out for the run.
+
+use retrystorm::control::ControlKind;
+use retrystorm::engine::AttemptRecord;
+use retrystorm::outcome::{AttemptOutcome, FailureReason, NextStep};
+use retrystorm::run::PolicyRun;
+use retrystorm::time::MICROS_PER_SECOND;
+
+use crate::support::{run, run_traced, scenario};
+
+/// An upstream that answers every request with 503 at once (capacity zero, `outage =
+/// "reject"`), open arrivals of `rate` per second for `duration_s`, three immediate retries and
+/// `controls`.
+fn always_failing(rate: f64, duration_s: u32, controls: &str) -> String {
+    format!(
+        r#"
+name = "controls"
+seed = 5
+duration = "{duration_s}s"
+[clients]
+count = 100
+rate = {per_client}
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "1ms"
+outage = "reject"
+capacity = [{{ at = "0s", factor = 0.0 }}]
+[[policy]]
+name = "controlled"
+base = "1ms"
+cap = "1ms"
+jitter = "none"
+max_attempts = 3
+controls = [{controls}]
+"#,
+        per_client = rate / 100.0,
+    )
+}
+
+fn retries(policy: &PolicyRun, from_s: usize, to_s: usize) -> u64 {
+    policy.measurements.buckets[from_s..to_s]
+        .iter()
+        .map(|bucket| bucket.retries)
+        .sum()
+}
+
+fn failed(policy: &PolicyRun, reason: FailureReason) -> u64 {
+    policy
+        .measurements
+        .failures()
+        .get(&reason)
+        .copied()
+        .unwrap_or(0)
+}
+
+/// Finagle's budget (`RetryBudget.scala`): every call deposits 1000, every retry withdraws
+/// `1000 / 0.2 = 5000`, on top of a reserve of `10/s * 10 s * 5000`; both leave the window
+/// after the ttl, which ten slices make 9.5 s on average. With every attempt failing the
+/// budget is the only limit, and in steady state it allows `min_per_s * ttl / 9.5 s +
+/// 0.2 * calls` = 10.5 + 20 = 30.5 retries a second at 100 calls a second, against the 300 the
+/// decision asks for. The bound [29, 32] covers the slices (30 to 31.1) and the Poisson noise of
+/// 4,000 calls (±0.3/s at one sigma).
+#[test]
+fn a_retry_budget_caps_retries_at_its_ratio_plus_its_minimum() {
+    let text = always_failing(
+        100.0,
+        60,
+        r#"{ kind = "retry-budget", percent = 20, min_per_s = 10, ttl = "10s", scope = "global" }"#,
+    );
+    let result = run(&scenario(&text));
+    let policy = &result.policies[0];
+    let per_second = retries(policy, 20, 60) as f64 / 40.0;
+    assert!(
+        (29.0..=32.0).contains(&per_second),
+        "{per_second} retries a second"
+    );
+    assert!(failed(policy, FailureReason::Control(ControlKind::RetryBudget)) > 2000);
+}
+
+/// gRPC throttling (gRFC A6) with `max_tokens = 10`: tokens start at 10 and every failed
+/// attempt takes one; a retry needs more than 5. With no success to refill it and one call at a
+/// time, the first call fails four times (10 -> 6) after three retries, the second fails once
+/// (-> 5) and is throttled, and no retry is ever sent again: exactly three in the whole run.
+/// When the upstream comes back, every success gives back 0.1 token; the next outage starts
+/// with a full bucket again and allows exactly three retries again.
+#[test]
+fn grpc_throttling_stops_retries_below_half_its_tokens() {
+    let text = r#"
+name = "throttling"
+duration = "40s"
+[clients]
+count = 1
+workload = "closed"
+think_time = "10ms"
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "1ms"
+outage = "reject"
+capacity = [
+  { at = "0s", factor = 0.0 }, { at = "10s", factor = 0.0 }, { at = "10s", factor = 1.0 },
+  { at = "20s", factor = 1.0 }, { at = "20s", factor = 0.0 }, { at = "30s", factor = 0.0 },
+  { at = "30s", factor = 1.0 },
+]
+[[policy]]
+name = "throttled"
+base = "1ms"
+cap = "1ms"
+jitter = "none"
+max_attempts = 3
+controls = [{ kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1 }]
+"#;
+    let result = run(&scenario(text));
+    let policy = &result.policies[0];
+    assert_eq!(retries(policy, 0, 10), 3);
+    assert_eq!(retries(policy, 10, 20), 0);
+    assert_eq!(retries(policy, 20, 30), 3);
+    assert_eq!(retries(policy, 30, 40), 0);
+    let throttled = failed(policy, FailureReason::Control(ControlKind::GrpcThrottling));
+    let outage_calls: u64 = [0..10, 20..30]
+        .into_iter()
+        .flat_map(|range| policy.measurements.buckets[range].iter())
+        .map(|bucket| bucket.first_attempts)
+        .sum();
+    // Every call of an outage but the first is throttled after its first attempt.
+    assert_eq!(throttled, outage_calls - 2);
+}
+
+/// The AWS SDKs' quota: 500 tokens, 5 per retry, nothing back without a success: exactly 100
+/// retries in a run where nothing succeeds, then `retry-quota-exhausted`.
+#[test]
+fn the_aws_quota_pays_for_exactly_a_hundred_retries() {
+    let text = always_failing(
+        100.0,
+        20,
+        r#"{ kind = "aws-retry-quota", scope = "global" }"#,
+    );
+    let result = run(&scenario(&text));
+    let policy = &result.policies[0];
+    assert_eq!(retries(policy, 0, policy.measurements.buckets.len()), 100);
+    let operations = policy.measurements.operations;
+    // 100 retries are three each for 33 calls and one for the 34th, which is refused its
+    // second; every call after the 33rd ends refused.
+    assert_eq!(
+        failed(policy, FailureReason::Control(ControlKind::AwsRetryQuota)),
+        operations - 33
+    );
+}
+
+/// Adaptive throttling (SRE book, ch. 21): in equilibrium a client sends about `K` times the
+/// requests the backend accepts, since `P = (requests - K accepts) / (requests + 1)` makes the
+/// sent share `1 - P` about `K accepts / requests`. A rate limiter that accepts up to 100 a
+/// second of 1,000 offered makes the client send about twice what it accepts with `K = 2`, and
+/// about 1.1 times with `K = 1.1`; without the throttle it would send all 1,000. Bounds: ±10%,
+/// far above the Poisson noise of a 100 s steady state.
+#[test]
+fn adaptive_throttling_sends_k_times_what_the_backend_accepts() {
+    for k in [2.0, 1.1] {
+        let text = format!(
+            r#"
+name = "adaptive"
+seed = 3
+duration = "130s"
+[clients]
+count = 100
+rate = 10.0
+[network]
+latency = "1ms"
+[upstream]
+workers = 100
+service_time = "1ms"
+rate_limit = {{ rate = 100, burst = 50 }}
+[[policy]]
+name = "throttled"
+max_attempts = 1
+retry_after = "ignore"
+controls = [{{ kind = "sre-throttling", k = {k}, scope = "global" }}]
+"#
+        );
+        let result = run(&scenario(&text));
+        let policy = &result.policies[0];
+        let buckets = &policy.measurements.buckets[30..130];
+        let sent = buckets.iter().map(|b| b.attempts).sum::<u64>() as f64 / 100.0;
+        let accepted = buckets.iter().map(|b| b.ok).sum::<u64>() as f64 / 100.0;
+        assert!(
+            (80.0..=100.5).contains(&accepted),
+            "K = {k}: {accepted} accepted a second"
+        );
+        let ratio = sent / accepted;
+        assert!(
+            (ratio - k).abs() < 0.1 * k,
+            "K = {k}: {sent} sent a second for {accepted} accepted"
+        );
+    }
+}
+
+/// resilience4j's breaker with a window of the last 10 calls, 10 calls at least, 50%, 3 s open
+/// and 2 trial calls, on one client calling one at a time, with one retry per call. The
+/// upstream refuses everything from 10 s to 20 s. The breaker opens on the fifth failure (five
+/// of the last ten); then no attempt is sent for 3 s; then exactly two trial attempts go out,
+/// fail, and reopen it for 3 s, until the upstream is back; then two trials succeed and it
+/// closes, and nothing is refused again.
+#[test]
+fn the_breaker_opens_probes_and_closes_at_the_configured_points() {
+    let text = r#"
+name = "breaker"
+duration = "30s"
+[clients]
+count = 1
+workload = "closed"
+think_time = "10ms"
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "1ms"
+outage = "reject"
+capacity = [
+  { at = "10s", factor = 1.0 }, { at = "10s", factor = 0.0 },
+  { at = "20s", factor = 0.0 }, { at = "20s", factor = 1.0 },
+]
+[[policy]]
+name = "breaker"
+base = "1ms"
+cap = "1ms"
+jitter = "none"
+max_attempts = 1
+controls = [{ kind = "circuit-breaker", window_calls = 10, minimum_calls = 10, failure_rate = 50, wait_open = "3s", half_open_calls = 2 }]
+"#;
+    let (_, traces) = run_traced(&scenario(text));
+    let records: &[AttemptRecord] = &traces[0];
+    let outage = 10 * MICROS_PER_SECOND..20 * MICROS_PER_SECOND;
+    let refused = |record: &&AttemptRecord| record.outcome == AttemptOutcome::NotSent;
+    assert!(
+        records
+            .iter()
+            .filter(refused)
+            .all(|record| record.send >= outage.start),
+        "nothing is refused before the outage"
+    );
+    let after = |record: &&AttemptRecord| record.send >= outage.start;
+    let sent: Vec<&AttemptRecord> = records
+        .iter()
+        .filter(after)
+        .filter(|record| record.outcome != AttemptOutcome::NotSent)
+        .collect();
+    // Five failures open it, at the end of the fifth.
+    assert!(
+        sent[..5]
+            .iter()
+            .all(|r| r.outcome == AttemptOutcome::Rejected)
+    );
+    let first_refusal = records.iter().find(refused).expect("refusals");
+    assert!(first_refusal.send >= sent[4].end && first_refusal.send < sent[5].send);
+    // Then pairs of trials, each at least 3 s after the opening before it, with refusals
+    // between: pairs at about 13, 16 and 19 s fail, the pair after 20 s succeeds.
+    let trials = &sent[5..];
+    let mut opened = sent[4].end;
+    for (pair, trial) in trials.chunks(2).enumerate().take(4) {
+        assert!(
+            trial[0].send >= opened + 3 * MICROS_PER_SECOND,
+            "pair {pair} at {} only {} us after opening",
+            trial[0].send,
+            trial[0].send - opened
+        );
+        assert!(
+            records.iter().any(|r| r.outcome == AttemptOutcome::NotSent
+                && r.send >= opened
+                && r.send < trial[0].send),
+            "pair {pair}: refusals while open"
+        );
+        let expected = if pair < 3 {
+            AttemptOutcome::Rejected
+        } else {
+            AttemptOutcome::Ok
+        };
+        assert!(
+            trial.iter().all(|t| t.outcome == expected),
+            "pair {pair}: {trial:?}"
+        );
+        opened = trial[1].end;
+    }
+    let trials: Vec<&AttemptRecord> = trials.iter().copied().take(8).collect();
+    assert!(trials[6].send >= outage.end);
+    let last_refusal = records.iter().rfind(refused).expect("refusals");
+    assert!(last_refusal.send < trials[6].send);
+    assert!(records.iter().filter(refused).all(|r| matches!(
+        r.next,
+        NextStep::Stop(FailureReason::Control(ControlKind::CircuitBreaker))
+    )));
+}
+
+/// Controls work at a tier: an api calling a db that refuses everything, the api with the AWS
+/// quota, the users without retries. The db sees exactly the 100 retries 500 tokens pay for.
+#[test]
+fn a_tier_spends_its_own_quota() {
+    let text = r#"
+name = "tier"
+duration = "20s"
+[clients]
+count = 100
+rate = 1.0
+calls = "api"
+[network]
+latency = "1ms"
+[[service]]
+name = "api"
+workers = 100
+service_time = "1ms"
+calls = ["db"]
+retry = { base = "1ms", cap = "1ms", jitter = "none", max_attempts = 3, controls = [{ kind = "aws-retry-quota" }] }
+[[service]]
+name = "db"
+workers = 10
+service_time = "1ms"
+outage = "reject"
+capacity = [{ at = "0s", factor = 0.0 }]
+[[policy]]
+name = "edge"
+max_attempts = 1
+retry_after = "ignore"
+overrides = { "service.api.failure_status" = 500 }
+"#;
+    let result = run(&scenario(text));
+    let policy = &result.policies[0];
+    let db = &policy.measurements.services[1];
+    let db_retries: u64 = db.buckets.iter().map(|b| b.retries).sum();
+    assert_eq!(db_retries, 100);
+    // The api answers 500 (not retryable) for every call, so the users never retry.
+    assert_eq!(retries(policy, 0, policy.measurements.buckets.len()), 0);
+}
