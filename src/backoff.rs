@@ -17,22 +17,19 @@ use std::str::FromStr;
 
 use crate::suggest::did_you_mean;
 
-/// The article's exponential backoff: `min(cap, base * 2^retry_index)`.
+/// The article's exponential backoff, `min(cap, base * 2^retry_index)`, with the multiplier
+/// other clients use in place of 2 (gRPC's `backoffMultiplier`, 1.6 for its connection backoff).
 ///
 /// `retry_index` must be a non-negative integer (the decision procedure checks that before it
-/// calls this). JavaScript, in which the article's procedure is written, overflows `2^1024` to
-/// infinity and so turns `0 * 2^1024` into NaN; here a zero base gives a zero backoff for every
-/// index, which is the value the formula means.
-pub fn exponential_backoff_ms(retry_index: f64, base_ms: f64, cap_ms: f64) -> f64 {
+/// calls this), `multiplier` finite and above zero. JavaScript, in which the article's procedure
+/// is written, overflows `2^1024` to infinity and so turns `0 * 2^1024` into NaN; here a zero
+/// base gives a zero backoff for every index, which is the value the formula means.
+pub fn exponential_backoff_ms(retry_index: f64, base_ms: f64, cap_ms: f64, multiplier: f64) -> f64 {
     if base_ms == 0.0 {
         return cap_ms.min(0.0);
     }
-    // 2^1024 and above overflow to infinity, exactly as `2 ** attempt` does in JavaScript.
-    let growth = if retry_index >= 1024.0 {
-        f64::INFINITY
-    } else {
-        2f64.powi(retry_index as i32)
-    };
+    // Powers overflow to infinity, as `2 ** 1024` does in JavaScript; the cast saturates.
+    let growth = multiplier.powi(retry_index.min(f64::from(i32::MAX)) as i32);
     cap_ms.min(base_ms * growth)
 }
 
@@ -45,7 +42,7 @@ pub struct JitterInput {
     pub base_ms: f64,
     /// Upper bound of the exponential backoff in milliseconds, `>= base_ms`.
     pub cap_ms: f64,
-    /// `min(cap, base * 2^retry_index)`, see [`exponential_backoff_ms`].
+    /// `min(cap, base * multiplier^retry_index)`, see [`exponential_backoff_ms`].
     pub backoff_ms: f64,
     /// The delay chosen before the previous attempt, if there was one (decorrelated jitter
     /// grows from it).
@@ -197,7 +194,7 @@ mod tests {
             retry_index,
             base_ms,
             cap_ms,
-            backoff_ms: exponential_backoff_ms(retry_index, base_ms, cap_ms),
+            backoff_ms: exponential_backoff_ms(retry_index, base_ms, cap_ms, 2.0),
             previous_delay_ms: previous,
             unit,
         }
@@ -206,17 +203,17 @@ mod tests {
     #[test]
     fn exponential_backoff_doubles_until_cap() {
         let seen: Vec<f64> = (0..7)
-            .map(|n| exponential_backoff_ms(n as f64, 100.0, 2000.0))
+            .map(|n| exponential_backoff_ms(n as f64, 100.0, 2000.0, 2.0))
             .collect();
         assert_eq!(seen, [100.0, 200.0, 400.0, 800.0, 1600.0, 2000.0, 2000.0]);
     }
 
     #[test]
     fn exponential_backoff_survives_huge_indices() {
-        assert_eq!(exponential_backoff_ms(1e6, 100.0, 2000.0), 2000.0);
-        assert_eq!(exponential_backoff_ms(1e6, 0.0, 2000.0), 0.0);
+        assert_eq!(exponential_backoff_ms(1e6, 100.0, 2000.0, 2.0), 2000.0);
+        assert_eq!(exponential_backoff_ms(1e6, 0.0, 2000.0, 2.0), 0.0);
         assert_eq!(
-            exponential_backoff_ms(1023.0, 1.0, f64::MAX),
+            exponential_backoff_ms(1023.0, 1.0, f64::MAX, 2.0),
             2f64.powi(1023)
         );
     }

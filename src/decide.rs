@@ -14,6 +14,7 @@
 //! | `status` | number or null | none |
 //! | `transport_error`, `idempotency_key`, `status_endpoint` | boolean | false |
 //! | `base_ms`, `cap_ms`, `max_attempts`, `random` | number | 100, 2000, 3, 0.5 |
+//! | `multiplier` | number | 2 |
 //! | `retry_after_ms` | number or null | none |
 //! | `retry_after_header` | string: a Retry-After value, delay-seconds or HTTP-date | none |
 //! | `previous_delay_ms` | number or null | none |
@@ -44,7 +45,7 @@ use crate::retry_after::{RetryAfterError, RetryAfterMode, parse_retry_after};
 use crate::suggest::did_you_mean;
 
 /// Every input field, in the order of the table above.
-pub const FIELDS: [&str; 18] = [
+pub const FIELDS: [&str; 19] = [
     "method",
     "attempt",
     "now_ms",
@@ -57,6 +58,7 @@ pub const FIELDS: [&str; 18] = [
     "cap_ms",
     "max_attempts",
     "random",
+    "multiplier",
     "retry_after_ms",
     "retry_after_header",
     "previous_delay_ms",
@@ -217,6 +219,7 @@ pub fn parse_case(line: &str) -> Result<Case, CaseError> {
     input.cap_ms = fields.number("cap_ms")?.unwrap_or(input.cap_ms);
     input.max_attempts = fields.number("max_attempts")?.unwrap_or(input.max_attempts);
     input.random = fields.number("random")?.unwrap_or(input.random);
+    input.multiplier = fields.number("multiplier")?.unwrap_or(input.multiplier);
     input.retry_after_ms = fields.optional_number("retry_after_ms")?;
     input.previous_delay_ms = fields.optional_number("previous_delay_ms")?;
     input.retry_after_random = fields

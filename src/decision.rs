@@ -9,18 +9,20 @@
 //! | order | condition | outcome |
 //! |---|---|---|
 //! | 1 | not repeatable: no idempotent method, no idempotency key, no status endpoint | `unknown-result` |
-//! | 2 | not transient: no transport error, status not 429 or 503 | `not-transient` |
+//! | 2 | not transient: no transport error, status not 429 or 503 (or the policy's `retryable_statuses`) | `not-transient` |
 //! | 3 | attempt not a non-negative integer, or max attempts not an integer >= 1 | `invalid-attempt` |
 //! | 4 | attempt >= max attempts | `max-attempts` |
-//! | 5 | now, deadline, base, cap or random not finite; base < 0; cap < base | `invalid-delay` |
+//! | 5 | now, deadline, base, cap or random not finite; base < 0; cap < base; multiplier not finite or <= 0 | `invalid-delay` |
 //! | 6 | Retry-After present and not finite or negative | `invalid-retry-after` |
 //! | 7 | now >= deadline | `deadline-exhausted` |
 //! | 8 | backoff, jitter and Retry-After give the delay | |
 //! | 9 | now + delay >= deadline | `deadline-exhausted` |
 //! | 10 | otherwise | retry after the delay |
 //!
-//! With [`Jitter::Full`] and [`RetryAfterMode::Honor`] ([`plan_retry_article`]) step 8 is the
-//! article's. Other strategies change step 8 only; [`RetryAfterMode::Ignore`] also skips step 6,
+//! With [`Jitter::Full`] and [`RetryAfterMode::Honor`] ([`plan_retry_article`]), the default
+//! multiplier 2 and the default retryable statuses 429 and 503, every step is the article's.
+//! A policy may change the multiplier (`min(cap, base * multiplier^attempt)` in step 8) and the
+//! retryable statuses (check 2); nothing else. Other strategies change step 8 only; [`RetryAfterMode::Ignore`] also skips step 6,
 //! since a client that never reads Retry-After cannot be stopped by a bad one.
 //!
 //! Numbers are `f64` because the article's procedure was written for JavaScript numbers: times
@@ -49,6 +51,8 @@ pub const DEFAULT_CAP_MS: f64 = 2000.0;
 pub const DEFAULT_MAX_ATTEMPTS: f64 = 3.0;
 /// Default random unit, the article's (the middle of the jitter range).
 pub const DEFAULT_RANDOM: f64 = 0.5;
+/// Default growth of the backoff per retry, the article's `2^attempt`.
+pub const DEFAULT_MULTIPLIER: f64 = 2.0;
 
 /// Whether RFC 9110 defines `method` as idempotent (the article's `idempotentMethod`).
 pub fn is_idempotent_method(method: &str) -> bool {
@@ -89,6 +93,47 @@ pub struct RetryInput {
     pub previous_delay_ms: Option<f64>,
     /// A second random unit, for [`RetryAfterMode::HonorJittered`]'s spread above Retry-After.
     pub retry_after_random: f64,
+    /// The backoff's growth per retry (the article's 2).
+    pub multiplier: f64,
+    /// The statuses check 2 treats as transient (the article's 429 and 503).
+    pub retryable: StatusSet,
+}
+
+/// A set of HTTP statuses, 100 to 599, as bits: small enough to copy with every decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct StatusSet([u64; 10]);
+
+impl StatusSet {
+    /// The article's transient statuses: 429 and 503.
+    pub const ARTICLE: StatusSet = StatusSet::EMPTY.with(429).with(503);
+    /// No status.
+    pub const EMPTY: StatusSet = StatusSet([0; 10]);
+
+    /// The set with `status` added (statuses outside 0 to 639 are ignored).
+    pub const fn with(mut self, status: u16) -> StatusSet {
+        let index = status as usize / 64;
+        if index < self.0.len() {
+            self.0[index] |= 1 << (status % 64);
+        }
+        self
+    }
+
+    /// Whether `status` is in the set.
+    pub fn contains(&self, status: u16) -> bool {
+        let index = usize::from(status) / 64;
+        index < self.0.len() && self.0[index] & 1 << (status % 64) != 0
+    }
+
+    /// The statuses in the set, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
+        (0..640u16).filter(|status| self.contains(*status))
+    }
+}
+
+impl FromIterator<u16> for StatusSet {
+    fn from_iter<I: IntoIterator<Item = u16>>(statuses: I) -> Self {
+        statuses.into_iter().fold(StatusSet::EMPTY, StatusSet::with)
+    }
 }
 
 impl RetryInput {
@@ -113,6 +158,8 @@ impl RetryInput {
             status_endpoint: false,
             previous_delay_ms: None,
             retry_after_random: DEFAULT_RANDOM,
+            multiplier: DEFAULT_MULTIPLIER,
+            retryable: StatusSet::ARTICLE,
         }
     }
 
@@ -121,10 +168,14 @@ impl RetryInput {
         self.idempotent_method || self.idempotency_key || self.status_endpoint
     }
 
-    /// Check 2: the failure is of a kind that a repeat can outlive.
+    /// Check 2: the failure is of a kind that a repeat can outlive: a transport error, or a
+    /// status in `retryable` (429 and 503 by default).
     pub fn is_transient(&self) -> bool {
         self.transport_error
-            || matches!(self.status, Some(status) if status == 429.0 || status == 503.0)
+            || matches!(self.status, Some(status)
+                if status.fract() == 0.0
+                    && (0.0..640.0).contains(&status)
+                    && self.retryable.contains(status as u16))
     }
 }
 
@@ -225,10 +276,12 @@ pub fn plan_retry(
         input.base_ms,
         input.cap_ms,
         input.random,
+        input.multiplier,
     ];
     if !times.iter().all(|value| value.is_finite())
         || input.base_ms < 0.0
         || input.cap_ms < input.base_ms
+        || input.multiplier <= 0.0
     {
         return Decision::Stop(InvalidDelay);
     }
@@ -242,7 +295,8 @@ pub fn plan_retry(
         return Decision::Stop(DeadlineExhausted);
     }
 
-    let backoff_ms = exponential_backoff_ms(input.attempt, input.base_ms, input.cap_ms);
+    let backoff_ms =
+        exponential_backoff_ms(input.attempt, input.base_ms, input.cap_ms, input.multiplier);
     let jittered_ms = jitter.delay_ms(&JitterInput {
         retry_index: input.attempt,
         base_ms: input.base_ms,
@@ -660,5 +714,65 @@ mod tests {
                 "deadline-exhausted"
             ]
         );
+    }
+
+    /// A policy's multiplier replaces the article's 2 in `min(cap, base * multiplier^attempt)`:
+    /// gRPC's connection backoff grows by 1.6, so the third retry (attempt 2) of base 100 ms
+    /// waits 100 * 1.6^2 = 256 ms without jitter; a multiplier that is not above zero is as
+    /// unusable as a negative base.
+    #[test]
+    fn the_multiplier_replaces_the_articles_two() {
+        let input = RetryInput {
+            status: Some(503.0),
+            multiplier: 1.6,
+            ..RetryInput::new("GET", 2.0, 0.0, 100_000.0)
+        };
+        let Decision::Retry {
+            delay_ms,
+            backoff_ms,
+        } = plan_retry(&input, &Jitter::None, RetryAfterMode::Honor)
+        else {
+            panic!("a retry");
+        };
+        assert!((backoff_ms - 256.0).abs() < 1e-9 && delay_ms == backoff_ms);
+        for multiplier in [0.0, -2.0, f64::NAN, f64::INFINITY] {
+            let input = RetryInput {
+                multiplier,
+                ..input
+            };
+            assert_eq!(plan_retry_article(&input), stop(StopReason::InvalidDelay));
+        }
+        // The default is the article's 2: the worked example is unchanged.
+        assert_eq!(worked_example().multiplier, 2.0);
+    }
+
+    /// Check 2 reads the policy's retryable statuses: 500 is not transient for the article's
+    /// client, and is for one that lists it; 503 stops being transient for one that does not.
+    #[test]
+    fn retryable_statuses_decide_check_two() {
+        let with = |status: f64, retryable: StatusSet| RetryInput {
+            status: Some(status),
+            retryable,
+            ..RetryInput::new("GET", 0.0, 0.0, 100_000.0)
+        };
+        let gateway: StatusSet = [500, 502, 503, 504].into_iter().collect();
+        assert_eq!(
+            plan_retry_article(&with(500.0, StatusSet::ARTICLE)),
+            stop(StopReason::NotTransient)
+        );
+        assert!(matches!(
+            plan_retry_article(&with(500.0, gateway)),
+            Decision::Retry { .. }
+        ));
+        assert_eq!(
+            plan_retry_article(&with(429.0, gateway)),
+            stop(StopReason::NotTransient)
+        );
+        assert_eq!(
+            plan_retry_article(&with(500.5, gateway)),
+            stop(StopReason::NotTransient)
+        );
+        assert_eq!(gateway.iter().collect::<Vec<_>>(), [500, 502, 503, 504]);
+        assert_eq!(StatusSet::ARTICLE.iter().collect::<Vec<_>>(), [429, 503]);
     }
 }

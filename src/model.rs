@@ -10,7 +10,7 @@
 use crate::backoff::Jitter;
 use crate::capacity::CapacityCurve;
 use crate::control::{ControlKind, ControlModel};
-use crate::decision::is_idempotent_method;
+use crate::decision::{StatusSet, is_idempotent_method};
 use crate::distribution::Distribution;
 use crate::metrics::{HealthRule, Incident};
 use crate::retry_after::RetryAfterMode;
@@ -24,7 +24,7 @@ use crate::scenario::{
 use crate::service::limit::{EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig};
 use crate::service::queue::{self, Discipline};
 use crate::time::{MICROS_PER_SECOND, Micros};
-use crate::values::Probability;
+use crate::values::{Bounded, Probability};
 
 /// A service's position in [`Model::services`].
 pub type ServiceId = u16;
@@ -108,6 +108,10 @@ pub struct CallerPolicy {
     pub cap_ms: f64,
     /// Retries allowed after the first attempt; 0 means the caller never retries.
     pub max_attempts: u32,
+    /// The backoff's growth per retry.
+    pub multiplier: f64,
+    /// The statuses the decision may retry.
+    pub retryable: StatusSet,
     /// How the backoff is spread.
     pub jitter: Jitter,
     /// How Retry-After is treated.
@@ -372,6 +376,8 @@ impl Model {
                 base_ms: policy.base.as_ms_f64(),
                 cap_ms: policy.cap.get_ref().as_ms_f64(),
                 max_attempts: policy.max_attempts.get() as u32,
+                multiplier: policy.multiplier.get(),
+                retryable: statuses(&policy.retryable_statuses),
                 jitter: policy.jitter,
                 retry_after: policy.retry_after,
                 unsafe_retries: policy.unsafe_retries,
@@ -595,6 +601,8 @@ impl CallerPolicy {
             base_ms: retry.base.as_ms_f64(),
             cap_ms: retry.cap.get_ref().as_ms_f64(),
             max_attempts: retry.max_attempts.get() as u32,
+            multiplier: retry.multiplier.get(),
+            retryable: statuses(&retry.retryable_statuses),
             jitter: retry.jitter,
             retry_after: retry.retry_after,
             unsafe_retries: retry.unsafe_retries,
@@ -606,6 +614,11 @@ impl CallerPolicy {
             controls: controls(&retry.controls),
         }
     }
+}
+
+/// A list of statuses as a set.
+fn statuses(list: &[Bounded<100, 599>]) -> StatusSet {
+    list.iter().map(|status| status.get() as u16).collect()
 }
 
 /// The controls of a policy or tier, defaults filled in.

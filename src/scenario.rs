@@ -344,6 +344,12 @@ pub struct CallRetry {
     /// service never retries, as the SRE book advises for every layer but one.
     #[serde(default = "defaults::call_max_attempts")]
     pub max_attempts: Bounded<0, 100>,
+    /// The backoff's growth per retry (default 2).
+    #[serde(default = "defaults::multiplier")]
+    pub multiplier: Positive,
+    /// The statuses that may be retried, besides transport errors (default 429 and 503).
+    #[serde(default = "defaults::retryable_statuses")]
+    pub retryable_statuses: Vec<Bounded<100, 599>>,
     /// How the backoff is spread (default `full`).
     #[serde(default = "defaults::jitter")]
     pub jitter: Jitter,
@@ -466,9 +472,18 @@ pub struct Policy {
     #[serde(default = "defaults::cap")]
     pub cap: Spanned<Duration>,
     /// Retry budget as the article counts it (default 3): a retry is allowed after attempts
-    /// 0 to `max_attempts - 1`, so an operation is sent at most `max_attempts + 1` times.
+    /// 0 to `max_attempts - 1`, so an operation is sent at most `max_attempts + 1` times; 0 is a
+    /// client that never retries, the baseline a comparison needs.
     #[serde(default = "defaults::max_attempts")]
-    pub max_attempts: Bounded<1, 100>,
+    pub max_attempts: Bounded<0, 100>,
+    /// The backoff's growth per retry, `min(cap, base * multiplier^attempt)` (default 2, the
+    /// article's; gRPC's `backoffMultiplier`).
+    #[serde(default = "defaults::multiplier")]
+    pub multiplier: Positive,
+    /// The statuses that may be retried, besides transport errors (default 429 and 503, the
+    /// article's); for example `[429, 500, 502, 503, 504]`.
+    #[serde(default = "defaults::retryable_statuses")]
+    pub retryable_statuses: Vec<Bounded<100, 599>>,
     /// How the backoff is spread (default `full`).
     #[serde(default = "defaults::jitter")]
     pub jitter: Jitter,
@@ -594,8 +609,14 @@ mod defaults {
     pub fn cap() -> Spanned<Duration> {
         Spanned::new(0..0, Duration::from_ms(2000))
     }
-    pub fn max_attempts() -> Bounded<1, 100> {
+    pub fn max_attempts() -> Bounded<0, 100> {
         Bounded(3)
+    }
+    pub fn multiplier() -> Positive {
+        Positive(2.0)
+    }
+    pub fn retryable_statuses() -> Vec<Bounded<100, 599>> {
+        vec![Bounded(429), Bounded(503)]
     }
     pub fn call_max_attempts() -> Bounded<0, 100> {
         Bounded(3)
@@ -609,6 +630,8 @@ mod defaults {
             base: base(),
             cap: cap(),
             max_attempts: max_attempts(),
+            multiplier: multiplier(),
+            retryable_statuses: retryable_statuses(),
             jitter: jitter(),
             retry_after: RetryAfterMode::Honor,
             unsafe_retries: false,
@@ -625,6 +648,8 @@ mod defaults {
             base: base(),
             cap: cap(),
             max_attempts: call_max_attempts(),
+            multiplier: multiplier(),
+            retryable_statuses: retryable_statuses(),
             jitter: jitter(),
             retry_after: RetryAfterMode::Honor,
             unsafe_retries: false,

@@ -7,7 +7,8 @@ use clap::{ArgGroup, Args};
 use retrystorm::backoff::Jitter;
 use retrystorm::decide::{Case, run_batch};
 use retrystorm::decision::{
-    DEFAULT_BASE_MS, DEFAULT_CAP_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_RANDOM, RetryInput,
+    DEFAULT_BASE_MS, DEFAULT_CAP_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MULTIPLIER, DEFAULT_RANDOM,
+    RetryInput,
 };
 use retrystorm::retry_after::RetryAfterMode;
 
@@ -62,6 +63,9 @@ pub struct DecideArgs {
     /// Random unit for the jitter, clamped to [0, 1].
     #[arg(long, default_value_t = DEFAULT_RANDOM, allow_hyphen_values = true, group = "case")]
     random: f64,
+    /// Growth of the backoff per retry: min(cap, base * multiplier^attempt).
+    #[arg(long, default_value_t = DEFAULT_MULTIPLIER, allow_hyphen_values = true, group = "case")]
+    multiplier: f64,
     /// Retry-After of the failed attempt, in milliseconds.
     #[arg(long, allow_hyphen_values = true, group = "case")]
     retry_after_ms: Option<f64>,
@@ -103,6 +107,7 @@ impl DecideArgs {
             cap_ms: self.cap_ms,
             max_attempts: self.max_attempts,
             random: self.random,
+            multiplier: self.multiplier,
             retry_after_ms: self.retry_after_ms,
             idempotency_key: self.idempotency_key,
             status_endpoint: self.status_endpoint,

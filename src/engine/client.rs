@@ -317,13 +317,14 @@ impl<O: Observer> Engine<'_, O> {
             let client = live.client;
             let call = self.downstream_call(operation, live);
             let now = self.now;
+            let retryable = policy_of(self.model, call).retryable;
             let controls = self.controls_of(call);
             if !controls.is_empty() {
                 let end = AttemptEnd {
                     retry: index > 0,
                     outcome,
                     transient: outcome != AttemptOutcome::Ok
-                        && status.is_none_or(|status| matches!(status, 429 | 503)),
+                        && status.is_none_or(|status| retryable.contains(status)),
                     latency: now - send,
                 };
                 controls.attempt_ended(now, client, &end);
@@ -446,6 +447,8 @@ impl<O: Observer> Engine<'_, O> {
             previous_delay_ms: (!operation.previous_delay_ms.is_nan())
                 .then_some(operation.previous_delay_ms),
             retry_after_random,
+            multiplier: policy.multiplier,
+            retryable: policy.retryable,
         };
         match plan_retry(&input, &policy.jitter, policy.retry_after) {
             Decision::Retry { delay_ms, .. } => {

@@ -361,6 +361,11 @@ fn set_in_table(
         return Ok(());
     }
     if table.get(key).is_none() {
+        if let Some(index) = rest.first().filter(|next| next.parse::<usize>().is_ok()) {
+            return Err(format!(
+                "a table this key reaches has no `{key}`, so `{key}.{index}` selects nothing; select one that has it by index or name (policy.1.{key}.{index}...)"
+            ));
+        }
         let child = if inline {
             Item::Value(Value::InlineTable(InlineTable::new()))
         } else {
@@ -400,9 +405,14 @@ fn split_index<'p, 'k>(
     }
 }
 
-/// The `name` of a table, if it has a string one.
+/// What selects a table of an array by name: its `name`, or for a control its `kind`
+/// (`policy.0.controls.retry-budget.percent`).
 fn name_of(table: &dyn TableLike) -> Option<String> {
-    table.get("name")?.as_str().map(str::to_string)
+    table
+        .get("name")
+        .or_else(|| table.get("kind"))?
+        .as_str()
+        .map(str::to_string)
 }
 
 /// Maps each line of `new` to the line of `original` it is (a longest common subsequence).

@@ -100,8 +100,8 @@ proptest! {
         step in 0u32..2000,
     ) {
         let cap_ms = base_ms + cap_extra;
-        let earlier = exponential_backoff_ms(f64::from(first), base_ms, cap_ms);
-        let later = exponential_backoff_ms(f64::from(first + step), base_ms, cap_ms);
+        let earlier = exponential_backoff_ms(f64::from(first), base_ms, cap_ms, 2.0);
+        let later = exponential_backoff_ms(f64::from(first + step), base_ms, cap_ms, 2.0);
         prop_assert!(earlier <= later, "backoff fell from {earlier} to {later}");
         prop_assert!(later <= cap_ms);
         prop_assert!(earlier >= base_ms.min(cap_ms));
@@ -136,7 +136,12 @@ fn jitter_input(input: &RetryInput) -> JitterInput {
         retry_index: input.attempt,
         base_ms: input.base_ms,
         cap_ms: input.cap_ms,
-        backoff_ms: exponential_backoff_ms(input.attempt, input.base_ms, input.cap_ms),
+        backoff_ms: exponential_backoff_ms(
+            input.attempt,
+            input.base_ms,
+            input.cap_ms,
+            input.multiplier,
+        ),
         previous_delay_ms: input.previous_delay_ms,
         unit: input.random.clamp(0.0, 1.0),
     }

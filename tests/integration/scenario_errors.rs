@@ -265,3 +265,102 @@ fn claims_and_the_health_rule_are_checked_before_anything_runs() {
         &["bad.toml:13:10:", "[recovery] window must be above zero"],
     );
 }
+
+/// Controls: a setting of another kind, gRPC's required settings, Finagle's whole-second ttl,
+/// the two shapes of a retry budget, a breaker's two windows, and processes beyond the clients
+/// are refused at the control's line, with what would be valid.
+#[test]
+fn controls_are_checked_against_their_kind() {
+    let with = |control: &str| {
+        error_with(
+            "name = \"a\"",
+            &format!("name = \"a\"\ncontrols = [{control}]"),
+        )
+    };
+    let cases: [(&str, &[&str]); 6] = [
+        (
+            r#"{ kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1, ttl = "10s" }"#,
+            &[
+                "bad.toml:14:13:",
+                "`ttl` is not a setting of a grpc-throttling control",
+                "max_tokens, token_ratio",
+            ],
+        ),
+        (
+            r#"{ kind = "grpc-throttling" }"#,
+            &[
+                "bad.toml:14:13:",
+                "no defaults",
+                "max_tokens = 10, token_ratio = 0.1",
+            ],
+        ),
+        (
+            r#"{ kind = "retry-budget", ttl = "1500ms" }"#,
+            &["bad.toml:14:13:", "whole seconds from 1s to 60s"],
+        ),
+        (
+            r#"{ kind = "retry-budget", min_per_s = 10, min_concurrency = 3 }"#,
+            &[
+                "bad.toml:14:13:",
+                "Envoy: percent, min_concurrency",
+                "not both",
+            ],
+        ),
+        (
+            r#"{ kind = "circuit-breaker", window = "10s", window_calls = 10 }"#,
+            &["bad.toml:14:13:", "not both"],
+        ),
+        (
+            r#"{ kind = "circuit-braker" }"#,
+            &[
+                "bad.toml:14:22:",
+                "unknown variant `circuit-braker`",
+                "did you mean `circuit-breaker`?",
+            ],
+        ),
+    ];
+    for (control, parts) in cases {
+        assert_contains(&with(control), parts);
+    }
+    let message = error_with("count = 100", "count = 100\nprocesses = 101");
+    assert_contains(
+        &message,
+        &["bad.toml:6:13:", "processes must be at most count"],
+    );
+}
+
+/// `--set` reaches a control by index or by kind, and says what is wrong when the key indexes
+/// a list that some of the tables it reaches do not have.
+#[test]
+fn overrides_reach_controls_by_index_or_kind() {
+    let text = VALID.replace(
+        "name = \"a\"",
+        "name = \"a\"\ncontrols = [{ kind = \"retry-budget\" }]\n[[policy]]\nname = \"b\"",
+    );
+    let load = |key: &str, value: &str| load_str(&text, "c.toml", &[Override::set(key, value)]);
+    let percent = |scenario: retrystorm::scenario::Scenario| {
+        scenario.policy[0].controls[0]
+            .get_ref()
+            .percent
+            .map(|p| p.get())
+    };
+    assert_eq!(
+        percent(load("policy.0.controls.0.percent", "5").unwrap()),
+        Some(5.0)
+    );
+    assert_eq!(
+        percent(load("policy.a.controls.retry-budget.percent", "7").unwrap()),
+        Some(7.0)
+    );
+    let message = load("policy.controls.0.percent", "5")
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &[
+            "--set policy.controls.0.percent=5",
+            "has no `controls`",
+            "policy.1.controls.0",
+        ],
+    );
+}

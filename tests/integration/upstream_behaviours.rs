@@ -148,3 +148,59 @@ name = "article"
     );
     assert!(dropped.summary.success_rate > kept.summary.success_rate);
 }
+
+/// Policies beyond the article's defaults, on an upstream that answers every request 500: the
+/// article's client does not retry a 500 (not transient); a client that lists 500 among its
+/// retryable statuses retries it twice, after exactly `10 ms * 3^0` and `10 ms * 3^1` with a
+/// multiplier of 3 and no jitter; a client with `max_attempts = 0` is the no-retry baseline,
+/// with an amplification of exactly 1.
+#[test]
+fn retryable_statuses_multiplier_and_the_no_retry_baseline() {
+    let text = r#"
+name = "beyond"
+duration = "5s"
+[clients]
+count = 10
+rate = 2.0
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "1ms"
+errors = { rate = 1.0, status = 500 }
+[[policy]]
+name = "article"
+[[policy]]
+name = "gateway errors"
+base = "10ms"
+cap = "1s"
+jitter = "none"
+multiplier = 3
+max_attempts = 2
+retryable_statuses = [500, 502, 503, 504]
+[[policy]]
+name = "baseline"
+max_attempts = 0
+retryable_statuses = [500]
+"#;
+    let (result, traces) = crate::support::run_traced(&scenario(text));
+    let [article, gateway, baseline] = &result.policies[..] else {
+        panic!("three policies");
+    };
+    let operations = article.measurements.operations;
+    assert!(operations > 50);
+    let reason = |policy: &retrystorm::run::PolicyRun, reason: StopReason| {
+        policy.measurements.failures()[&FailureReason::Decision(reason)]
+    };
+    assert_eq!(reason(article, StopReason::NotTransient), operations);
+    assert_eq!(reason(gateway, StopReason::MaxAttempts), operations);
+    assert_eq!(reason(baseline, StopReason::MaxAttempts), operations);
+    let attempts = |policy: &retrystorm::run::PolicyRun| -> u64 {
+        policy.measurements.buckets.iter().map(|b| b.attempts).sum()
+    };
+    assert_eq!(attempts(article), operations);
+    assert_eq!(attempts(gateway), 3 * operations);
+    assert_eq!(attempts(baseline), operations);
+    let delays: Vec<Option<u64>> = traces[1].iter().take(3).map(|r| r.next_delay).collect();
+    assert_eq!(delays, [Some(10_000), Some(30_000), None]);
+}
