@@ -5,6 +5,7 @@
 //! (clap's usage errors).
 
 mod decide;
+mod import;
 mod run;
 mod sweep;
 
@@ -41,6 +42,11 @@ enum Command {
     /// Example (the article's worked example): retrystorm decide --method POST --status 503
     /// --attempt 2 --now-ms 1000 --deadline-ms 3000 --idempotency-key
     Decide(decide::DecideArgs),
+    /// Read a gRPC service config or an Envoy retry policy and print the equivalent
+    /// [[policy]] table, with notes on how it was mapped.
+    ///
+    /// Example: retrystorm import scenarios/configs/grpc-service-config.json
+    Import(import::ImportArgs),
 }
 
 /// Parses the command line and runs the command.
@@ -52,6 +58,7 @@ pub fn run() -> ExitCode {
         Command::Sweep(args) => sweep::sweep(&args),
         Command::Merge(args) => sweep::merge_shards(&args),
         Command::Decide(args) => decide::decide(&args),
+        Command::Import(args) => import::import(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -99,34 +99,42 @@ pub struct RetryInput {
     pub retryable: StatusSet,
 }
 
-/// A set of HTTP statuses, 100 to 599, as bits: small enough to copy with every decision.
+/// A set of error statuses, 400 to 599, as bits: small enough to copy with every decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct StatusSet([u64; 10]);
+pub struct StatusSet([u64; 4]);
 
 impl StatusSet {
     /// The article's transient statuses: 429 and 503.
     pub const ARTICLE: StatusSet = StatusSet::EMPTY.with(429).with(503);
     /// No status.
-    pub const EMPTY: StatusSet = StatusSet([0; 10]);
+    pub const EMPTY: StatusSet = StatusSet([0; 4]);
+    /// The lowest status a set can hold.
+    const FIRST: u16 = 400;
+    /// The highest status a set can hold.
+    pub const LAST: u16 = 599;
 
-    /// The set with `status` added (statuses outside 0 to 639 are ignored).
+    /// The set with `status` added; statuses outside 400 to 599 are not errors a retry could
+    /// outlive, and are ignored.
     pub const fn with(mut self, status: u16) -> StatusSet {
-        let index = status as usize / 64;
-        if index < self.0.len() {
-            self.0[index] |= 1 << (status % 64);
+        if status >= Self::FIRST && status <= Self::LAST {
+            let bit = (status - Self::FIRST) as usize;
+            self.0[bit / 64] |= 1 << (bit % 64);
         }
         self
     }
 
     /// Whether `status` is in the set.
+    #[inline]
     pub fn contains(&self, status: u16) -> bool {
-        let index = usize::from(status) / 64;
-        index < self.0.len() && self.0[index] & 1 << (status % 64) != 0
+        (Self::FIRST..=Self::LAST).contains(&status) && {
+            let bit = usize::from(status - Self::FIRST);
+            self.0[bit / 64] & 1 << (bit % 64) != 0
+        }
     }
 
     /// The statuses in the set, ascending.
     pub fn iter(&self) -> impl Iterator<Item = u16> + '_ {
-        (0..640u16).filter(|status| self.contains(*status))
+        (Self::FIRST..=Self::LAST).filter(|status| self.contains(*status))
     }
 }
 
@@ -174,7 +182,7 @@ impl RetryInput {
         self.transport_error
             || matches!(self.status, Some(status)
                 if status.fract() == 0.0
-                    && (0.0..640.0).contains(&status)
+                    && (0.0..=f64::from(StatusSet::LAST)).contains(&status)
                     && self.retryable.contains(status as u16))
     }
 }

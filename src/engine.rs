@@ -307,6 +307,8 @@ struct Engine<'a, O: Observer> {
     user_controls: ControlSet,
     /// Each service's controls toward the services it calls (empty for most).
     caller_controls: Vec<ControlSet>,
+    /// Some caller has a control: without one, the client side skips every control hook.
+    controls_anywhere: bool,
     next_operation_id: u64,
     /// User operations started and not ended.
     unfinished: u64,
@@ -366,6 +368,12 @@ impl<'a, O: Observer> Engine<'a, O> {
                     )
                 })
                 .collect(),
+            controls_anywhere: !model.users.policy.controls.is_empty()
+                || model
+                    .services
+                    .iter()
+                    .filter_map(|service| service.downstream.as_ref())
+                    .any(|policy| !policy.controls.is_empty()),
             next_operation_id: 0,
             unfinished: 0,
             next_arrival_us: 0.0,

@@ -38,6 +38,7 @@ pub mod event_queue;
 pub mod histogram;
 pub mod http_date;
 pub mod idempotency;
+pub mod import;
 pub mod metrics;
 pub mod model;
 pub mod outcome;

@@ -381,11 +381,14 @@ impl Model {
                 jitter: policy.jitter,
                 retry_after: policy.retry_after,
                 unsafe_retries: policy.unsafe_retries,
-                attempt_timeout: clients.attempt_timeout.micros(),
+                attempt_timeout: policy
+                    .attempt_timeout
+                    .unwrap_or(clients.attempt_timeout)
+                    .micros(),
                 deadline: if policy.ignore_deadline {
                     Deadline::Unbounded
                 } else {
-                    Deadline::Budget(clients.deadline.micros())
+                    Deadline::Budget(policy.deadline.unwrap_or(clients.deadline).micros())
                 },
                 controls: controls(&policy.controls),
             },
@@ -617,7 +620,7 @@ impl CallerPolicy {
 }
 
 /// A list of statuses as a set.
-fn statuses(list: &[Bounded<100, 599>]) -> StatusSet {
+fn statuses(list: &[Bounded<400, 599>]) -> StatusSet {
     list.iter().map(|status| status.get() as u16).collect()
 }
 

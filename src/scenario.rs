@@ -349,7 +349,7 @@ pub struct CallRetry {
     pub multiplier: Positive,
     /// The statuses that may be retried, besides transport errors (default 429 and 503).
     #[serde(default = "defaults::retryable_statuses")]
-    pub retryable_statuses: Vec<Bounded<100, 599>>,
+    pub retryable_statuses: Vec<Bounded<400, 599>>,
     /// How the backoff is spread (default `full`).
     #[serde(default = "defaults::jitter")]
     pub jitter: Jitter,
@@ -483,7 +483,7 @@ pub struct Policy {
     /// The statuses that may be retried, besides transport errors (default 429 and 503, the
     /// article's); for example `[429, 500, 502, 503, 504]`.
     #[serde(default = "defaults::retryable_statuses")]
-    pub retryable_statuses: Vec<Bounded<100, 599>>,
+    pub retryable_statuses: Vec<Bounded<400, 599>>,
     /// How the backoff is spread (default `full`).
     #[serde(default = "defaults::jitter")]
     pub jitter: Jitter,
@@ -502,6 +502,23 @@ pub struct Policy {
     /// unset, the operations decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_endpoint: Option<bool>,
+    /// This client's budget of a whole operation, instead of `clients.deadline` (an imported
+    /// config's call timeout).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Duration>,
+    /// This client's timeout of one attempt, instead of `clients.attempt_timeout` (Envoy's
+    /// `per_try_timeout`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt_timeout: Option<Duration>,
+    /// Read the retry settings from a client config: a gRPC service config (JSON) or an Envoy
+    /// route `retry_policy` (YAML or JSON), relative to the scenario file. Settings written in
+    /// this table win over the imported ones; the resolved scenario has them all written out.
+    #[serde(default, skip_serializing)]
+    pub import: Option<Spanned<String>>,
+    /// With `import` of a gRPC service config of several `methodConfig` entries: the method
+    /// whose policy is imported, `package.Service/Method` or `package.Service`.
+    #[serde(default, skip_serializing)]
+    pub import_method: Option<String>,
     /// A client that ignores the operation's deadline: every attempt waits the full
     /// `attempt_timeout` and retries go on until the retry budget is spent, long after the
     /// caller has given up. For showing why the deadline belongs to the operation.
@@ -522,6 +539,15 @@ pub struct Policy {
     /// with retrying only at the edge in one scenario.
     #[serde(default, skip_serializing_if = "Overrides::is_empty")]
     pub overrides: Overrides,
+}
+
+impl Policy {
+    /// A policy named `name` with every default: the article's settings.
+    pub fn named(name: &str) -> Policy {
+        let mut policy = defaults::policies().remove(0);
+        policy.name = Spanned::new(0..0, name.to_string());
+        policy
+    }
 }
 
 /// A policy's `overrides`: dotted keys (as `--set` takes them) and TOML values. Nested tables
@@ -615,7 +641,7 @@ mod defaults {
     pub fn multiplier() -> Positive {
         Positive(2.0)
     }
-    pub fn retryable_statuses() -> Vec<Bounded<100, 599>> {
+    pub fn retryable_statuses() -> Vec<Bounded<400, 599>> {
         vec![Bounded(429), Bounded(503)]
     }
     pub fn call_max_attempts() -> Bounded<0, 100> {
@@ -636,6 +662,10 @@ mod defaults {
             retry_after: RetryAfterMode::Honor,
             unsafe_retries: false,
             ignore_deadline: false,
+            deadline: None,
+            attempt_timeout: None,
+            import: None,
+            import_method: None,
             idempotency_key: None,
             status_endpoint: None,
             idempotency_ttl: None,

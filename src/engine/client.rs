@@ -135,7 +135,17 @@ impl<O: Observer> Engine<'_, O> {
 
     /// Sends an attempt of the request itself (first, or a `retry`) if the caller's controls
     /// admit it; a refusal ends the call with the refusing control as its reason.
+    #[inline]
     pub(super) fn send_request(&mut self, key: Key, retry: bool) {
+        if self.controls_anywhere {
+            self.send_controlled(key, retry);
+        } else {
+            self.send(key, false);
+        }
+    }
+
+    /// [`Engine::send_request`] when some caller has controls.
+    fn send_controlled(&mut self, key: Key, retry: bool) {
         let now = self.now;
         let operation = self.operations.get(key).expect("a live operation sends");
         let (client, index, id) = (operation.client, operation.attempt, operation.id);
@@ -312,14 +322,15 @@ impl<O: Observer> Engine<'_, O> {
                 Reply::Pending => {}
             }
         }
-        if !status_check {
+        if !status_check && self.controls_anywhere {
             let live = self.operations.get(operation).expect("live operation");
             let client = live.client;
             let call = self.downstream_call(operation, live);
             let now = self.now;
-            let retryable = policy_of(self.model, call).retryable;
+            let model = self.model;
             let controls = self.controls_of(call);
             if !controls.is_empty() {
+                let retryable = &policy_of(model, call).retryable;
                 let end = AttemptEnd {
                     retry: index > 0,
                     outcome,
@@ -454,8 +465,10 @@ impl<O: Observer> Engine<'_, O> {
             Decision::Retry { delay_ms, .. } => {
                 let (checking, client) = (operation.checking, operation.client);
                 let now = self.now;
+                let anywhere = self.controls_anywhere;
                 let controls = self.controls_of(call);
-                if !checking
+                if anywhere
+                    && !checking
                     && !controls.is_empty()
                     && let Err(kind) = controls.admit_retry(now, client, timed_out)
                 {
@@ -515,8 +528,9 @@ impl<O: Observer> Engine<'_, O> {
         let (client, last_retry) = (operation.client, operation.last_retry);
         let call = self.downstream_call(key, self.operations.get(key).expect("live operation"));
         let now = self.now;
+        let anywhere = self.controls_anywhere;
         let controls = self.controls_of(call);
-        if !controls.is_empty() {
+        if anywhere && !controls.is_empty() {
             let end = CallEnd {
                 success: succeeded,
                 last_retry_after_timeout: match last_retry {

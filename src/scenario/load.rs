@@ -244,9 +244,43 @@ impl<'a> Source<'a> {
         let mut scenario: Scenario = toml::from_str(&self.edited).map_err(|error| {
             self.error_at(error.span().unwrap_or(0..0), &explain(error.message()))
         })?;
+        self.import_configs(&mut scenario)?;
         validate(&scenario).map_err(|(span, message)| self.error_at(span, &message))?;
         resolve_defaults(&mut scenario);
         Ok(scenario)
+    }
+
+    /// Replaces each policy's `import` by the settings of the config it names (read relative
+    /// to the scenario file), keeping the settings the policy writes itself.
+    fn import_configs(&self, scenario: &mut Scenario) -> Result<(), ScenarioError> {
+        if scenario.policy.iter().all(|policy| policy.import.is_none()) {
+            return Ok(());
+        }
+        let raw: toml::Table = toml::from_str(&self.edited).unwrap_or_default();
+        let tables = raw.get("policy").and_then(toml::Value::as_array);
+        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        for (index, policy) in scenario.policy.iter_mut().enumerate() {
+            let Some(import) = policy.import.take() else {
+                continue;
+            };
+            let written: Vec<String> = tables
+                .and_then(|tables| tables.get(index))
+                .and_then(toml::Value::as_table)
+                .map(|table| table.keys().cloned().collect())
+                .unwrap_or_default();
+            let path = folder.join(import.get_ref());
+            let imported =
+                crate::import::import_file(&path, policy.import_method.take().as_deref()).map_err(
+                    |error| {
+                        self.error_at(
+                            import.span(),
+                            &format!("import {:?}: {error}", import.get_ref()),
+                        )
+                    },
+                )?;
+            imported.apply(policy, &written);
+        }
+        Ok(())
     }
 
     /// The error for a byte range of the edited text.

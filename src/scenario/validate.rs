@@ -258,6 +258,14 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
                 ),
             ));
         }
+        if policy.deadline.is_some_and(|d| d.micros() == 0)
+            || policy.attempt_timeout.is_some_and(|t| t.micros() == 0)
+        {
+            return Err((
+                policy.name.span(),
+                format!("policy {name:?}: deadline and attempt_timeout must be above zero"),
+            ));
+        }
         validate_controls(&policy.controls)?;
     }
     Ok(())

@@ -8,6 +8,7 @@ mod decide_command;
 mod decision_properties;
 mod determinism;
 mod examples;
+mod imports;
 mod lessons;
 mod overload;
 mod queueing;

@@ -1,0 +1,64 @@
+//! `retrystorm import`: a client config in, the `[[policy]]` table it amounts to out.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use retrystorm::import::import_file;
+use retrystorm::scenario::Policy;
+
+/// Flags of `import`.
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// The config: a gRPC service config (JSON) or an Envoy retry policy (YAML or JSON).
+    config: PathBuf,
+    /// The gRPC method whose methodConfig is read, when there are several
+    /// (`package.Service/Method` or `package.Service`).
+    #[arg(long)]
+    method: Option<String>,
+    /// The policy's name (default: the file's name without extension).
+    #[arg(long)]
+    name: Option<String>,
+}
+
+/// Prints the policy, or the error, which names the field.
+pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
+    let imported = match import_file(&args.config, args.method.as_deref()) {
+        Ok(imported) => imported,
+        Err(error) => {
+            eprintln!("retrystorm: {error}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let name = args.name.clone().unwrap_or_else(|| {
+        args.config.file_stem().map_or("imported".into(), |stem| {
+            stem.to_string_lossy().into_owned()
+        })
+    });
+    let mut policy = Policy::named(&name);
+    imported.apply(&mut policy, &[]);
+    let mut out = io::stdout().lock();
+    writeln!(
+        out,
+        "# Imported from {} ({}).",
+        args.config.display(),
+        imported.source
+    )?;
+    for note in &imported.notes {
+        writeln!(out, "# - {note}")?;
+    }
+    let document = toml::to_string(&PolicyList {
+        policy: vec![policy],
+    })
+    .map_err(|error| io::Error::other(error.to_string()))?;
+    out.write_all(document.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `[[policy]]` as TOML writes it.
+#[derive(serde::Serialize)]
+struct PolicyList {
+    policy: Vec<Policy>,
+}

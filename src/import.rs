@@ -1,0 +1,277 @@
+//! Importing the retry configs teams already run: a gRPC service config ([`grpc`]) and an
+//! Envoy route `retry_policy` with its cluster's retry budget ([`envoy`]).
+//!
+//! An import turns a config into the settings of a `[[policy]]`: backoff, attempts, retryable
+//! statuses, jitter, Retry-After handling, timeouts and controls, each mapped as the client that
+//! reads the config behaves. A config field the simulator cannot model is an error that names
+//! the field and says why, never dropped: a policy that silently lost its hedging or its
+//! `retriable_headers` would answer a different question from the one asked. Mappings that are
+//! faithful but worth knowing (a clamp, a default filled in, a mapping of gRPC codes to HTTP
+//! statuses) are returned as notes, which `retrystorm import` prints as comments.
+//!
+//! Both JSON and YAML are read into one JSON value, so the two importers see one shape.
+
+pub mod envoy;
+pub mod grpc;
+
+use std::fmt;
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::backoff::Jitter;
+use crate::retry_after::RetryAfterMode;
+use crate::scenario::{ControlSpec, Policy};
+use crate::time::{Duration, MICROS_PER_SECOND};
+use crate::values::{Bounded, Positive};
+
+/// What an import yields: the settings the config fixes, and notes on how they were mapped.
+#[derive(Debug, Clone, Default)]
+pub struct Imported {
+    /// Which kind of config this was, and which part of it was read.
+    pub source: String,
+    /// Base delay.
+    pub base: Option<Duration>,
+    /// Cap of the backoff.
+    pub cap: Option<Duration>,
+    /// Retries after the first attempt.
+    pub max_attempts: Option<u64>,
+    /// Growth of the backoff per retry.
+    pub multiplier: Option<f64>,
+    /// Statuses that may be retried.
+    pub retryable_statuses: Option<Vec<u16>>,
+    /// How the backoff is spread.
+    pub jitter: Option<Jitter>,
+    /// How Retry-After is treated.
+    pub retry_after: Option<RetryAfterMode>,
+    /// Timeout of one attempt.
+    pub attempt_timeout: Option<Duration>,
+    /// Budget of a whole call.
+    pub deadline: Option<Duration>,
+    /// Client-side controls.
+    pub controls: Vec<ControlSpec>,
+    /// How the config was mapped, for the reader.
+    pub notes: Vec<String>,
+}
+
+/// A config that cannot be imported: where, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportError {
+    /// The config's path, as given.
+    pub file: String,
+    /// The field, as a path into the document (`methodConfig[0].retryPolicy.maxAttempts`), or
+    /// a line and column for a syntax error.
+    pub field: String,
+    /// What is wrong and what would be valid.
+    pub message: String,
+}
+
+impl fmt::Display for ImportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.field.is_empty() {
+            write!(f, "{}: {}", self.file, self.message)
+        } else {
+            write!(f, "{}: {}: {}", self.file, self.field, self.message)
+        }
+    }
+}
+
+impl std::error::Error for ImportError {}
+
+/// An error about `field`, before the file is known (the caller adds it).
+pub(crate) fn field_error(field: impl Into<String>, message: impl Into<String>) -> ImportError {
+    ImportError {
+        file: String::new(),
+        field: field.into(),
+        message: message.into(),
+    }
+}
+
+/// Reads the config at `path` (JSON, or YAML for `.yaml`/`.yml`) and imports it: a gRPC
+/// service config if it has `methodConfig` or `retryThrottling`, an Envoy retry policy if it
+/// has `retry_policy`. `method` chooses among several `methodConfig` entries.
+pub fn import_file(path: &Path, method: Option<&str>) -> Result<Imported, ImportError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|error| ImportError {
+        file: file.clone(),
+        field: String::new(),
+        message: format!("cannot read the config: {error}"),
+    })?;
+    let yaml = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    );
+    import_str(&text, yaml, method).map_err(|error| ImportError { file, ..error })
+}
+
+/// Imports a config given as text; `yaml` says how to read it.
+pub fn import_str(text: &str, yaml: bool, method: Option<&str>) -> Result<Imported, ImportError> {
+    let document: Value = if yaml {
+        serde_norway::from_str(text).map_err(|error| {
+            let field = error
+                .location()
+                .map(|at| format!("line {}, column {}", at.line(), at.column()))
+                .unwrap_or_default();
+            ImportError {
+                file: String::new(),
+                field,
+                message: format!("not valid YAML: {error}"),
+            }
+        })?
+    } else {
+        serde_json::from_str(text).map_err(|error| ImportError {
+            file: String::new(),
+            field: format!("line {}, column {}", error.line(), error.column()),
+            message: format!("not valid JSON: {error}"),
+        })?
+    };
+    let Value::Object(object) = &document else {
+        return Err(field_error("", "the config must be an object"));
+    };
+    if object.contains_key("methodConfig") || object.contains_key("retryThrottling") {
+        grpc::import(object, method)
+    } else if object.contains_key("retry_policy") {
+        if method.is_some() {
+            return Err(field_error(
+                "",
+                "import_method chooses a gRPC methodConfig; an Envoy retry policy has none",
+            ));
+        }
+        envoy::import(object)
+    } else {
+        Err(field_error(
+            "",
+            "neither a gRPC service config (methodConfig, retryThrottling) nor an Envoy retry policy (retry_policy); see scenarios/configs/ for both",
+        ))
+    }
+}
+
+/// A duration as gRPC's JSON and Envoy's YAML write it: decimal seconds with an `s`
+/// (`"0.1s"`, `"2s"`), to the microsecond.
+pub(crate) fn seconds(value: &Value, field: &str) -> Result<Duration, ImportError> {
+    let bad = || {
+        field_error(
+            field,
+            format!(
+                "{value} is not a duration; write decimal seconds with an `s`, such as \"0.1s\""
+            ),
+        )
+    };
+    let text = value.as_str().ok_or_else(bad)?;
+    let number = text.strip_suffix('s').ok_or_else(bad)?;
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty()
+        || !whole.bytes().all(|b| b.is_ascii_digit())
+        || !fraction.bytes().all(|b| b.is_ascii_digit())
+        || fraction.len() > 9
+    {
+        return Err(bad());
+    }
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| bad())?
+    };
+    let nanos: u64 = format!("{fraction:0<9}").parse().map_err(|_| bad())?;
+    if !nanos.is_multiple_of(1000) {
+        return Err(field_error(
+            field,
+            format!("{text} is finer than a microsecond, the simulator's resolution"),
+        ));
+    }
+    whole
+        .checked_mul(MICROS_PER_SECOND)
+        .and_then(|micros| micros.checked_add(nanos / 1000))
+        .filter(|&micros| micros <= 1_000_000 * MICROS_PER_SECOND)
+        .map(Duration)
+        .ok_or_else(|| field_error(field, format!("{text} is longer than 10^6 s")))
+}
+
+/// A positive duration.
+pub(crate) fn positive_seconds(value: &Value, field: &str) -> Result<Duration, ImportError> {
+    let duration = seconds(value, field)?;
+    if duration.micros() == 0 {
+        return Err(field_error(field, "must be above zero"));
+    }
+    Ok(duration)
+}
+
+/// Fails on the first key of `object` not in `known`, naming it with `prefix`; `why` explains
+/// the keys that are known to the config format but not modelled.
+pub(crate) fn refuse_unknown(
+    object: &serde_json::Map<String, Value>,
+    prefix: &str,
+    known: &[&str],
+    unmodelled: &[(&str, &str)],
+) -> Result<(), ImportError> {
+    for key in object.keys() {
+        let field = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        if let Some((_, why)) = unmodelled.iter().find(|(name, _)| name == key) {
+            return Err(field_error(
+                field,
+                format!(
+                    "not simulated: {why}; remove it from the imported copy to simulate the rest"
+                ),
+            ));
+        }
+        if !known.contains(&key.as_str()) {
+            let suggestion = crate::suggest::did_you_mean(key, known.iter().copied())
+                .map(|near| format!(" (did you mean `{near}`?)"))
+                .unwrap_or_default();
+            return Err(field_error(
+                field,
+                format!(
+                    "unknown field{suggestion}; the fields read here are {}",
+                    known.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+impl Imported {
+    /// Applies the imported settings to `policy`, except those it writes itself (`written`
+    /// names them, as keys of its table).
+    pub fn apply(&self, policy: &mut Policy, written: &[String]) {
+        let free = |key: &str| !written.iter().any(|w| w == key);
+        if let (Some(base), true) = (self.base, free("base")) {
+            policy.base = base;
+        }
+        if let (Some(cap), true) = (self.cap, free("cap")) {
+            policy.cap = toml::Spanned::new(0..0, cap);
+        }
+        if let (Some(max), true) = (self.max_attempts, free("max_attempts")) {
+            policy.max_attempts = Bounded(max);
+        }
+        if let (Some(multiplier), true) = (self.multiplier, free("multiplier")) {
+            policy.multiplier = Positive(multiplier);
+        }
+        if let (Some(statuses), true) = (&self.retryable_statuses, free("retryable_statuses")) {
+            policy.retryable_statuses = statuses.iter().map(|&s| Bounded(u64::from(s))).collect();
+        }
+        if let (Some(jitter), true) = (self.jitter, free("jitter")) {
+            policy.jitter = jitter;
+        }
+        if let (Some(mode), true) = (self.retry_after, free("retry_after")) {
+            policy.retry_after = mode;
+        }
+        if let (Some(timeout), true) = (self.attempt_timeout, free("attempt_timeout")) {
+            policy.attempt_timeout = Some(timeout);
+        }
+        if let (Some(deadline), true) = (self.deadline, free("deadline")) {
+            policy.deadline = Some(deadline);
+        }
+        if free("controls") {
+            policy.controls = self
+                .controls
+                .iter()
+                .map(|control| toml::Spanned::new(0..0, control.clone()))
+                .collect();
+        }
+    }
+}

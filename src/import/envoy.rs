@@ -1,0 +1,417 @@
+//! An Envoy route `retry_policy` (`route_components.proto`, `RetryPolicy`), with the cluster's
+//! `circuit_breakers` retry limit (`circuit_breaker.proto`).
+//!
+//! The file holds `retry_policy` and, optionally, `circuit_breakers` (the cluster's, with one
+//! `thresholds` entry):
+//!
+//! | config | policy |
+//! |---|---|
+//! | `num_retries` (default 1) | `max_attempts` |
+//! | `per_try_timeout` (default: none, the route timeout) | `attempt_timeout` |
+//! | `retry_back_off { base_interval (25 ms), max_interval (10 x base) }` | `base`, `cap`, `jitter = "full"` (Envoy's fully jittered backoff, `U[0, min(base * 2^n, max))`) |
+//! | `retry_on`: `5xx`, `gateway-error`, `retriable-4xx`, `retriable-status-codes` (+ `retriable_status_codes`), `reset`, `connect-failure`, `refused-stream` | `retryable_statuses`: 500-599, 502-504, 409, the list; the rest are transport errors, always retried |
+//! | `rate_limited_retry_back_off` with a `Retry-After` `SECONDS` reset header | `retry_after = "honor-jittered"`, `U(ra, 1.5 ra)`; without it Envoy ignores Retry-After: `"ignore"` |
+//! | `circuit_breakers.thresholds[0].retry_budget { budget_percent (20), min_retry_concurrency (3) }` | a `retry-budget` control with `min_concurrency`, per process |
+//! | no retry budget: `max_retries` (default 3) | a `retry-budget` control of 0% and `min_concurrency = max_retries`: Envoy's default cap of 3 concurrent retries |
+//!
+//! Conditions and settings that depend on what the simulator does not model (response
+//! headers, gRPC statuses, hosts, priorities, other circuit-breaker limits) are refused by name.
+//! A `retry_on` without `5xx`, `gateway-error` or `reset` is refused too: such an Envoy does not
+//! retry timeouts or resets, and the simulated decision always may.
+
+use serde_json::{Map, Value};
+
+use super::grpc::describe;
+use super::{ImportError, Imported, field_error, positive_seconds, refuse_unknown};
+use crate::backoff::Jitter;
+use crate::control::ControlKind;
+use crate::retry_after::RetryAfterMode;
+use crate::scenario::ControlSpec;
+use crate::time::Duration;
+use crate::values::{Bounded, BudgetPercent};
+
+/// Envoy's default `retry_back_off.base_interval`.
+const DEFAULT_BASE: Duration = Duration::from_ms(25);
+/// Envoy's default circuit-breaker `max_retries`.
+const DEFAULT_MAX_RETRIES: u64 = 3;
+
+/// Imports `config` (`retry_policy` and optionally `circuit_breakers`).
+pub fn import(config: &Map<String, Value>) -> Result<Imported, ImportError> {
+    refuse_unknown(config, "", &["retry_policy", "circuit_breakers"], &[])?;
+    let Some(Value::Object(policy)) = config.get("retry_policy") else {
+        return Err(field_error("retry_policy", "must be an object"));
+    };
+    let mut imported = Imported {
+        source: "Envoy route retry_policy".into(),
+        jitter: Some(Jitter::Full),
+        ..Imported::default()
+    };
+    read_retry_policy(policy, &mut imported)?;
+    let limit = retry_limit(config.get("circuit_breakers"), &mut imported)?;
+    imported.controls.push(limit);
+    Ok(imported)
+}
+
+fn read_retry_policy(
+    policy: &Map<String, Value>,
+    imported: &mut Imported,
+) -> Result<(), ImportError> {
+    const UNMODELLED: [(&str, &str); 8] = [
+        ("retry_priority", "priorities are not simulated"),
+        ("retry_host_predicate", "a simulated service is one host"),
+        (
+            "host_selection_retry_max_attempts",
+            "a simulated service is one host",
+        ),
+        ("retriable_headers", "response headers are not simulated"),
+        (
+            "retriable_request_headers",
+            "request headers are not simulated",
+        ),
+        ("per_try_idle_timeout", "streams are not simulated"),
+        (
+            "retry_options_predicates",
+            "retry option predicates are not simulated",
+        ),
+        ("hedge_on_per_try_timeout", "hedging is not simulated yet"),
+    ];
+    refuse_unknown(
+        policy,
+        "retry_policy",
+        &[
+            "retry_on",
+            "num_retries",
+            "per_try_timeout",
+            "retry_back_off",
+            "retriable_status_codes",
+            "rate_limited_retry_back_off",
+        ],
+        &UNMODELLED,
+    )?;
+    let retry_on = policy
+        .get("retry_on")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            field_error(
+                "retry_policy.retry_on",
+                "required: without it Envoy does not retry; for example \"5xx,reset\"",
+            )
+        })?;
+    let listed: Vec<u16> = match policy.get("retriable_status_codes") {
+        None => Vec::new(),
+        Some(Value::Array(codes)) => codes
+            .iter()
+            .map(|code| {
+                code.as_u64()
+                    .and_then(|c| u16::try_from(c).ok())
+                    .filter(|c| (400..=599).contains(c))
+                    .ok_or_else(|| {
+                        field_error(
+                            "retry_policy.retriable_status_codes",
+                            format!("{code} is not an error status from 400 to 599"),
+                        )
+                    })
+            })
+            .collect::<Result<_, _>>()?,
+        Some(_) => {
+            return Err(field_error(
+                "retry_policy.retriable_status_codes",
+                "must be a list of statuses",
+            ));
+        }
+    };
+    let mut statuses = Vec::new();
+    let mut transport = false;
+    for condition in retry_on.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        match condition {
+            "5xx" => {
+                statuses.extend(500..=599);
+                transport = true;
+            }
+            "gateway-error" => {
+                statuses.extend([502, 503, 504]);
+                transport = true;
+            }
+            "reset" => transport = true,
+            "connect-failure" | "refused-stream" => {}
+            "retriable-4xx" => statuses.push(409),
+            "retriable-status-codes" => statuses.extend(&listed),
+            "envoy-ratelimited" | "retriable-headers" => {
+                return Err(field_error(
+                    "retry_policy.retry_on",
+                    format!("{condition}: response headers are not simulated"),
+                ));
+            }
+            "http3-post-connect-failure" => {
+                return Err(field_error(
+                    "retry_policy.retry_on",
+                    format!("{condition}: HTTP/3 is not simulated"),
+                ));
+            }
+            "cancelled" | "deadline-exceeded" | "internal" | "resource-exhausted"
+            | "unavailable" => {
+                return Err(field_error(
+                    "retry_policy.retry_on",
+                    format!(
+                        "{condition}: a gRPC condition (x-envoy-retry-grpc-on); the simulated services answer HTTP statuses"
+                    ),
+                ));
+            }
+            other => {
+                return Err(field_error(
+                    "retry_policy.retry_on",
+                    format!(
+                        "{other:?} is not an Envoy retry condition; the HTTP ones are 5xx, gateway-error, reset, connect-failure, retriable-4xx, refused-stream, retriable-status-codes"
+                    ),
+                ));
+            }
+        }
+    }
+    if !transport {
+        return Err(field_error(
+            "retry_policy.retry_on",
+            format!(
+                "{retry_on:?} has none of 5xx, gateway-error, reset: this Envoy does not retry timeouts and resets, and the simulated decision always may"
+            ),
+        ));
+    }
+    if !listed.is_empty() && !retry_on.contains("retriable-status-codes") {
+        return Err(field_error(
+            "retry_policy.retriable_status_codes",
+            "Envoy reads the list only with retriable-status-codes in retry_on",
+        ));
+    }
+    statuses.sort_unstable();
+    statuses.dedup();
+    imported.notes.push(format!(
+        "retry_on {retry_on:?} retries timeouts, resets and the statuses {}",
+        if statuses.is_empty() {
+            "(none)".to_string()
+        } else {
+            describe(&statuses)
+        }
+    ));
+    imported.retryable_statuses = Some(statuses);
+    let retries = match policy.get("num_retries") {
+        None => 1,
+        Some(value) => value.as_u64().filter(|&n| n <= 100).ok_or_else(|| {
+            field_error(
+                "retry_policy.num_retries",
+                "must be an integer from 0 to 100",
+            )
+        })?,
+    };
+    imported.max_attempts = Some(retries);
+    if let Some(timeout) = policy.get("per_try_timeout") {
+        imported.attempt_timeout = Some(positive_seconds(timeout, "retry_policy.per_try_timeout")?);
+    } else {
+        imported.notes.push("no per_try_timeout: each attempt waits for the scenario's attempt_timeout (Envoy would wait for the route timeout)".into());
+    }
+    let (base, cap) = match policy.get("retry_back_off") {
+        None => (DEFAULT_BASE, Duration(DEFAULT_BASE.micros() * 10)),
+        Some(Value::Object(back_off)) => {
+            refuse_unknown(
+                back_off,
+                "retry_policy.retry_back_off",
+                &["base_interval", "max_interval"],
+                &[],
+            )?;
+            let base = back_off
+                .get("base_interval")
+                .ok_or_else(|| {
+                    field_error(
+                        "retry_policy.retry_back_off.base_interval",
+                        "required when retry_back_off is given",
+                    )
+                })
+                .and_then(|v| positive_seconds(v, "retry_policy.retry_back_off.base_interval"))?;
+            let cap = match back_off.get("max_interval") {
+                Some(v) => positive_seconds(v, "retry_policy.retry_back_off.max_interval")?,
+                None => Duration(base.micros() * 10),
+            };
+            if cap < base {
+                return Err(field_error(
+                    "retry_policy.retry_back_off.max_interval",
+                    format!("{cap} is below base_interval {base}"),
+                ));
+            }
+            (base, cap)
+        }
+        Some(_) => {
+            return Err(field_error(
+                "retry_policy.retry_back_off",
+                "must be an object",
+            ));
+        }
+    };
+    imported.base = Some(base);
+    imported.cap = Some(cap);
+    imported.retry_after = Some(rate_limited_back_off(
+        policy.get("rate_limited_retry_back_off"),
+        imported,
+    )?);
+    Ok(())
+}
+
+/// What Envoy does with Retry-After.
+fn rate_limited_back_off(
+    value: Option<&Value>,
+    imported: &mut Imported,
+) -> Result<RetryAfterMode, ImportError> {
+    let Some(value) = value else {
+        imported
+            .notes
+            .push("no rate_limited_retry_back_off: Envoy ignores Retry-After".into());
+        return Ok(RetryAfterMode::Ignore);
+    };
+    let prefix = "retry_policy.rate_limited_retry_back_off";
+    let Value::Object(back_off) = value else {
+        return Err(field_error(prefix, "must be an object"));
+    };
+    refuse_unknown(back_off, prefix, &["reset_headers", "max_interval"], &[])?;
+    let Some(Value::Array(headers)) = back_off.get("reset_headers") else {
+        return Err(field_error(
+            format!("{prefix}.reset_headers"),
+            "required: a list of { name, format }",
+        ));
+    };
+    let reads_retry_after = headers.iter().any(|header| {
+        header
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| n.eq_ignore_ascii_case("retry-after"))
+            && header
+                .get("format")
+                .and_then(Value::as_str)
+                .is_none_or(|f| f == "SECONDS")
+    });
+    if let Some(max) = back_off.get("max_interval") {
+        let max = positive_seconds(max, &format!("{prefix}.max_interval"))?;
+        imported.notes.push(format!(
+            "rate_limited_retry_back_off.max_interval {max}: Envoy falls back to the exponential backoff for a longer Retry-After; the simulated client honours it"
+        ));
+    }
+    if reads_retry_after {
+        imported.notes.push("Retry-After (SECONDS) read by rate_limited_retry_back_off: the wait is U(ra, 1.5 ra), or the backoff if longer".into());
+        Ok(RetryAfterMode::HonorJittered)
+    } else {
+        imported.notes.push("reset_headers without Retry-After in SECONDS: the simulated services send only Retry-After, so Envoy never finds its headers and uses the exponential backoff".into());
+        Ok(RetryAfterMode::Ignore)
+    }
+}
+
+/// The cluster's limit on concurrent retries: its retry budget, or `max_retries`.
+fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<ControlSpec, ImportError> {
+    let concurrency = |percent: f64, min: u64| ControlSpec {
+        percent: Some(BudgetPercent(percent)),
+        min_concurrency: Some(Bounded(min)),
+        ..ControlSpec::empty(ControlKind::RetryBudget)
+    };
+    let Some(value) = value else {
+        imported.notes.push(format!(
+            "no circuit_breakers: Envoy's default max_retries allows {DEFAULT_MAX_RETRIES} concurrent retries per cluster (a 0% budget with min_concurrency {DEFAULT_MAX_RETRIES})"
+        ));
+        return Ok(concurrency(0.0, DEFAULT_MAX_RETRIES));
+    };
+    let Value::Object(breakers) = value else {
+        return Err(field_error("circuit_breakers", "must be an object"));
+    };
+    refuse_unknown(
+        breakers,
+        "circuit_breakers",
+        &["thresholds"],
+        &[("per_host_thresholds", "a simulated service is one host")],
+    )?;
+    let thresholds = match breakers.get("thresholds") {
+        Some(Value::Array(list)) if list.len() == 1 => &list[0],
+        _ => {
+            return Err(field_error(
+                "circuit_breakers.thresholds",
+                "must be a list of one entry (the DEFAULT priority; priorities are not simulated)",
+            ));
+        }
+    };
+    let prefix = "circuit_breakers.thresholds[0]";
+    let Value::Object(thresholds) = thresholds else {
+        return Err(field_error(prefix, "must be an object"));
+    };
+    refuse_unknown(
+        thresholds,
+        prefix,
+        &["priority", "retry_budget", "max_retries"],
+        &[
+            (
+                "max_connections",
+                "client connection limits are not simulated",
+            ),
+            (
+                "max_pending_requests",
+                "client connection limits are not simulated",
+            ),
+            ("max_requests", "client request limits are not simulated"),
+            ("max_connection_pools", "connection pools are not simulated"),
+            ("track_remaining", "a statistic, not a behaviour"),
+        ],
+    )?;
+    if let Some(priority) = thresholds.get("priority")
+        && priority.as_str() != Some("DEFAULT")
+    {
+        return Err(field_error(
+            format!("{prefix}.priority"),
+            "only DEFAULT: priorities are not simulated",
+        ));
+    }
+    let Some(budget) = thresholds.get("retry_budget") else {
+        let max = match thresholds.get("max_retries") {
+            None => DEFAULT_MAX_RETRIES,
+            Some(value) => value.as_u64().filter(|&n| n <= 1_000_000).ok_or_else(|| {
+                field_error(
+                    format!("{prefix}.max_retries"),
+                    "must be an integer from 0 to 1000000",
+                )
+            })?,
+        };
+        imported.notes.push(format!(
+            "max_retries {max}: at most {max} concurrent retries per cluster"
+        ));
+        return Ok(concurrency(0.0, max));
+    };
+    let Value::Object(budget) = budget else {
+        return Err(field_error(
+            format!("{prefix}.retry_budget"),
+            "must be an object",
+        ));
+    };
+    refuse_unknown(
+        budget,
+        &format!("{prefix}.retry_budget"),
+        &["budget_percent", "min_retry_concurrency"],
+        &[],
+    )?;
+    let percent = match budget.get("budget_percent") {
+        None => 20.0,
+        Some(percent) => percent
+            .get("value")
+            .and_then(Value::as_f64)
+            .filter(|p| (0.0..=100_000.0).contains(p))
+            .ok_or_else(|| {
+                field_error(
+                    format!("{prefix}.retry_budget.budget_percent"),
+                    "must be { value: N }, N a percentage",
+                )
+            })?,
+    };
+    let min = match budget.get("min_retry_concurrency") {
+        None => 3,
+        Some(min) => min.as_u64().filter(|&n| n <= 1_000_000).ok_or_else(|| {
+            field_error(
+                format!("{prefix}.retry_budget.min_retry_concurrency"),
+                "must be an integer from 0 to 1000000",
+            )
+        })?,
+    };
+    imported.notes.push(format!(
+        "retry_budget: retries outstanding at most max({percent}% of the requests in flight, {min}), per process (one Envoy)"
+    ));
+    Ok(concurrency(percent, min))
+}

@@ -1,0 +1,392 @@
+//! A gRPC service config (gRFC A6, `service_config.proto`): one `methodConfig` entry's
+//! `retryPolicy` and `timeout`, and the channel's `retryThrottling`.
+//!
+//! | config | policy |
+//! |---|---|
+//! | `retryPolicy.maxAttempts` (counts the first call; clients clamp it to 5) | `max_attempts = min(maxAttempts, 5) - 1` |
+//! | `initialBackoff`, `maxBackoff`, `backoffMultiplier` | `base`, `cap`, `multiplier` |
+//! | (the current spec's jitter, `U(0.8, 1.2)`) | `jitter = "grpc"` |
+//! | `retryableStatusCodes` | the HTTP statuses whose gRPC code (gRPC's HTTP-to-gRPC table) is listed |
+//! | `timeout` (the call's deadline; gRPC has no per-attempt timeout) | `deadline` and `attempt_timeout` |
+//! | `retryThrottling { maxTokens, tokenRatio }` | a `grpc-throttling` control per process (one channel) |
+//! | (HTTP Retry-After is not read by gRPC clients) | `retry_after = "ignore"` |
+//!
+//! Services answer HTTP statuses, so a retryable gRPC code becomes the statuses a gRPC client
+//! maps to it when a response has no `grpc-status` (`doc/http-grpc-status-mapping.md`): 400 is
+//! INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429, 502, 503 and
+//! 504 are UNAVAILABLE, every other status is UNKNOWN. `hedgingPolicy`, `waitForReady`, message
+//! size limits and load-balancing settings change what a client does in ways the simulator does
+//! not model, and are refused by name.
+
+use serde_json::{Map, Value};
+
+use super::{ImportError, Imported, field_error, positive_seconds, refuse_unknown};
+use crate::backoff::Jitter;
+use crate::control::ControlKind;
+use crate::retry_after::RetryAfterMode;
+use crate::scenario::ControlSpec;
+use crate::values::{Bounded, Positive};
+
+/// gRPC clients clamp `maxAttempts` to this by default.
+const MAX_ATTEMPTS_CLAMP: u64 = 5;
+
+/// The canonical status codes, by number.
+const CODES: [&str; 17] = [
+    "OK",
+    "CANCELLED",
+    "UNKNOWN",
+    "INVALID_ARGUMENT",
+    "DEADLINE_EXCEEDED",
+    "NOT_FOUND",
+    "ALREADY_EXISTS",
+    "PERMISSION_DENIED",
+    "RESOURCE_EXHAUSTED",
+    "FAILED_PRECONDITION",
+    "ABORTED",
+    "OUT_OF_RANGE",
+    "UNIMPLEMENTED",
+    "INTERNAL",
+    "UNAVAILABLE",
+    "DATA_LOSS",
+    "UNAUTHENTICATED",
+];
+
+/// The gRPC code a client gives an HTTP status without `grpc-status`
+/// (`doc/http-grpc-status-mapping.md`).
+pub fn code_of_http_status(status: u16) -> &'static str {
+    match status {
+        400 => "INTERNAL",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "UNIMPLEMENTED",
+        429 | 502 | 503 | 504 => "UNAVAILABLE",
+        _ => "UNKNOWN",
+    }
+}
+
+/// Imports `config`; `method` chooses the `methodConfig` entry when there are several.
+pub fn import(config: &Map<String, Value>, method: Option<&str>) -> Result<Imported, ImportError> {
+    refuse_unknown(
+        config,
+        "",
+        &["methodConfig", "retryThrottling"],
+        &[
+            (
+                "loadBalancingConfig",
+                "the simulated services are single endpoints",
+            ),
+            (
+                "loadBalancingPolicy",
+                "the simulated services are single endpoints",
+            ),
+            (
+                "healthCheckConfig",
+                "the simulated services are single endpoints",
+            ),
+        ],
+    )?;
+    let mut imported = Imported::default();
+    let entries = match config.get("methodConfig") {
+        None => Vec::new(),
+        Some(Value::Array(entries)) => entries.iter().enumerate().collect(),
+        Some(_) => return Err(field_error("methodConfig", "must be a list")),
+    };
+    let chosen = choose(&entries, method)?;
+    imported.source = match chosen {
+        Some((index, entry)) => format!(
+            "gRPC service config, methodConfig[{index}] ({})",
+            names(entry).join(", ")
+        ),
+        None => "gRPC service config, retryThrottling only".into(),
+    };
+    if let Some((index, entry)) = chosen {
+        read_method_config(entry, &format!("methodConfig[{index}]"), &mut imported)?;
+    }
+    if let Some(throttling) = config.get("retryThrottling") {
+        imported.controls.push(throttling_control(throttling)?);
+        imported
+            .notes
+            .push("retryThrottling is per channel: kept per process (clients.processes)".into());
+    }
+    Ok(imported)
+}
+
+/// The `methodConfig` entry to read: the only one with a retry policy, or the one `method`
+/// names.
+fn choose<'v>(
+    entries: &[(usize, &'v Value)],
+    method: Option<&str>,
+) -> Result<Option<(usize, &'v Value)>, ImportError> {
+    if let Some(method) = method {
+        return entries
+            .iter()
+            .find(|(_, entry)| names(entry).iter().any(|name| name == method))
+            .copied()
+            .map(Some)
+            .ok_or_else(|| {
+                let all: Vec<String> = entries.iter().flat_map(|(_, e)| names(e)).collect();
+                field_error(
+                    "methodConfig",
+                    format!(
+                        "no entry names {method:?}; the names are {}",
+                        all.join(", ")
+                    ),
+                )
+            });
+    }
+    let with_policy: Vec<(usize, &Value)> = entries
+        .iter()
+        .filter(|(_, entry)| entry.get("retryPolicy").is_some() || entry.get("timeout").is_some())
+        .copied()
+        .collect();
+    match with_policy.len() {
+        0 => Ok(None),
+        1 => Ok(Some(with_policy[0])),
+        _ => Err(field_error(
+            "methodConfig",
+            format!(
+                "several entries set a policy ({}); choose one with import_method (or --method)",
+                with_policy
+                    .iter()
+                    .flat_map(|(_, entry)| names(entry))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
+/// The `service/method` (or `service`) names an entry applies to.
+fn names(entry: &Value) -> Vec<String> {
+    entry
+        .get("name")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .map(|name| {
+                    let service = name.get("service").and_then(Value::as_str).unwrap_or("");
+                    match name.get("method").and_then(Value::as_str) {
+                        Some(method) => format!("{service}/{method}"),
+                        None => service.to_string(),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn read_method_config(
+    entry: &Value,
+    prefix: &str,
+    imported: &mut Imported,
+) -> Result<(), ImportError> {
+    let Value::Object(entry) = entry else {
+        return Err(field_error(prefix, "must be an object"));
+    };
+    refuse_unknown(
+        entry,
+        prefix,
+        &["name", "retryPolicy", "timeout"],
+        &[
+            (
+                "hedgingPolicy",
+                "hedging is not simulated yet; compare it by hand",
+            ),
+            (
+                "waitForReady",
+                "calls are never queued waiting for a connection",
+            ),
+            ("maxRequestMessageBytes", "message sizes are not simulated"),
+            ("maxResponseMessageBytes", "message sizes are not simulated"),
+        ],
+    )?;
+    if let Some(timeout) = entry.get("timeout") {
+        let timeout = positive_seconds(timeout, &format!("{prefix}.timeout"))?;
+        imported.deadline = Some(timeout);
+        imported.attempt_timeout = Some(timeout);
+        imported
+            .notes
+            .push("timeout is the call's deadline; gRPC has no per-attempt timeout, so each attempt may wait until it".into());
+    }
+    let Some(policy) = entry.get("retryPolicy") else {
+        imported.max_attempts = Some(0);
+        imported
+            .notes
+            .push("no retryPolicy: gRPC does not retry".into());
+        return Ok(());
+    };
+    let prefix = format!("{prefix}.retryPolicy");
+    let Value::Object(policy) = policy else {
+        return Err(field_error(prefix, "must be an object"));
+    };
+    const FIELDS: [&str; 5] = [
+        "maxAttempts",
+        "initialBackoff",
+        "maxBackoff",
+        "backoffMultiplier",
+        "retryableStatusCodes",
+    ];
+    refuse_unknown(
+        policy,
+        &prefix,
+        &FIELDS,
+        &[(
+            "perAttemptRecvTimeout",
+            "a per-attempt receive timeout is a gRFC A6 extension not every client implements; set attempt_timeout in the policy instead",
+        )],
+    )?;
+    let required = |name: &str| {
+        policy.get(name).ok_or_else(|| {
+            field_error(
+                format!("{prefix}.{name}"),
+                "required: gRPC's retryPolicy has no defaults",
+            )
+        })
+    };
+    let field = |name: &str| format!("{prefix}.{name}");
+    let attempts = required("maxAttempts")?
+        .as_u64()
+        .filter(|&n| n > 1)
+        .ok_or_else(|| {
+            field_error(
+                field("maxAttempts"),
+                "must be an integer above 1 (it counts the first call)",
+            )
+        })?;
+    if attempts > MAX_ATTEMPTS_CLAMP {
+        imported.notes.push(format!(
+            "maxAttempts {attempts} is clamped to {MAX_ATTEMPTS_CLAMP}, as gRPC clients do by default"
+        ));
+    }
+    imported.max_attempts = Some(attempts.min(MAX_ATTEMPTS_CLAMP) - 1);
+    let base = positive_seconds(required("initialBackoff")?, &field("initialBackoff"))?;
+    let cap = positive_seconds(required("maxBackoff")?, &field("maxBackoff"))?;
+    if cap < base {
+        return Err(field_error(
+            field("maxBackoff"),
+            format!("{cap} is below initialBackoff {base}"),
+        ));
+    }
+    imported.base = Some(base);
+    imported.cap = Some(cap);
+    let multiplier = required("backoffMultiplier")?
+        .as_f64()
+        .filter(|&m| m > 0.0 && m <= 1e9)
+        .ok_or_else(|| field_error(field("backoffMultiplier"), "must be a number above 0"))?;
+    imported.multiplier = Some(multiplier);
+    imported.jitter = Some(Jitter::Grpc);
+    imported.retry_after = Some(RetryAfterMode::Ignore);
+    let codes = retryable_codes(
+        required("retryableStatusCodes")?,
+        &field("retryableStatusCodes"),
+    )?;
+    // Only error statuses (400 to 599) can fail an attempt.
+    let statuses: Vec<u16> = (400..=599)
+        .filter(|&status| codes.contains(&code_of_http_status(status)))
+        .collect();
+    for code in &codes {
+        if !(400..=599).any(|status| code_of_http_status(status) == *code) {
+            imported.notes.push(format!(
+                "{code}: no HTTP status maps to it, so it adds no retryable status"
+            ));
+        }
+    }
+    if statuses.is_empty() {
+        return Err(field_error(
+            field("retryableStatusCodes"),
+            "no HTTP status maps to these codes (gRPC's table maps statuses to INTERNAL, UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED, UNAVAILABLE and UNKNOWN)",
+        ));
+    }
+    imported.notes.push(format!(
+        "retryableStatusCodes {} are the HTTP statuses {}",
+        codes.join(", "),
+        describe(&statuses)
+    ));
+    imported.retryable_statuses = Some(statuses);
+    Ok(())
+}
+
+/// The codes of `retryableStatusCodes`, by name or number, checked.
+fn retryable_codes(value: &Value, field: &str) -> Result<Vec<&'static str>, ImportError> {
+    let Value::Array(list) = value else {
+        return Err(field_error(
+            field,
+            "must be a non-empty list of status codes",
+        ));
+    };
+    if list.is_empty() {
+        return Err(field_error(field, "must not be empty"));
+    }
+    list.iter()
+        .map(|code| {
+            let name = match code {
+                Value::String(name) => CODES.iter().find(|c| c.eq_ignore_ascii_case(name)),
+                Value::Number(number) => number
+                    .as_u64()
+                    .and_then(|n| CODES.get(usize::try_from(n).ok()?)),
+                _ => None,
+            };
+            name.copied().filter(|&name| name != "OK").ok_or_else(|| {
+                field_error(
+                    field,
+                    format!("{code} is not a gRPC status code other than OK (names such as UNAVAILABLE, or numbers 1 to 16)"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `retryThrottling` as a control.
+fn throttling_control(value: &Value) -> Result<ControlSpec, ImportError> {
+    let Value::Object(object) = value else {
+        return Err(field_error("retryThrottling", "must be an object"));
+    };
+    refuse_unknown(object, "retryThrottling", &["maxTokens", "tokenRatio"], &[])?;
+    let max_tokens = object
+        .get("maxTokens")
+        .and_then(Value::as_u64)
+        .filter(|n| (1..=1000).contains(n))
+        .ok_or_else(|| {
+            field_error(
+                "retryThrottling.maxTokens",
+                "required: an integer from 1 to 1000",
+            )
+        })?;
+    let token_ratio = object
+        .get("tokenRatio")
+        .and_then(Value::as_f64)
+        .filter(|r| (0.001..=1e9).contains(r))
+        .ok_or_else(|| {
+            field_error(
+                "retryThrottling.tokenRatio",
+                "required: a number of at least 0.001 (three decimals are kept)",
+            )
+        })?;
+    Ok(ControlSpec {
+        max_tokens: Some(Bounded(max_tokens)),
+        token_ratio: Some(Positive(token_ratio)),
+        ..ControlSpec::empty(ControlKind::GrpcThrottling)
+    })
+}
+
+/// A list of statuses as short ranges: `429, 502-504`.
+pub(crate) fn describe(statuses: &[u16]) -> String {
+    let mut parts = Vec::new();
+    let mut index = 0;
+    while index < statuses.len() {
+        let start = statuses[index];
+        let mut end = start;
+        while index + 1 < statuses.len() && statuses[index + 1] == end + 1 {
+            index += 1;
+            end += 1;
+        }
+        parts.push(if start == end {
+            start.to_string()
+        } else {
+            format!("{start}-{end}")
+        });
+        index += 1;
+    }
+    parts.join(", ")
+}
