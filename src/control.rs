@@ -29,6 +29,7 @@
 //! clients spread over them round-robin), or once for all clients ([`Scope`]); a service calling
 //! the next one is one process, so at a tier every scope is one state per calling service.
 
+pub mod aws_adaptive;
 pub mod aws_retry_quota;
 pub mod circuit_breaker;
 pub mod grpc_throttling;
@@ -40,7 +41,8 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::outcome::AttemptOutcome;
+use crate::decision::StopReason;
+use crate::outcome::{AttemptOutcome, FailureReason};
 use crate::random::Stream;
 use crate::time::Micros;
 
@@ -61,11 +63,13 @@ pub enum ControlKind {
     SreThrottling,
     /// A circuit breaker with resilience4j's semantics.
     CircuitBreaker,
+    /// The AWS SDKs' adaptive mode: a rate limiter that delays sends, never refuses them.
+    AwsAdaptive,
 }
 
 impl ControlKind {
-    /// Every kind, in the order of their failure columns.
-    pub const ALL: [ControlKind; 5] = [
+    /// The kinds that can refuse a send, in the order of their failure columns.
+    pub const VETOING: [ControlKind; 5] = [
         ControlKind::RetryBudget,
         ControlKind::GrpcThrottling,
         ControlKind::AwsRetryQuota,
@@ -81,10 +85,12 @@ impl ControlKind {
             ControlKind::AwsRetryQuota => "aws-retry-quota",
             ControlKind::SreThrottling => "sre-throttling",
             ControlKind::CircuitBreaker => "circuit-breaker",
+            ControlKind::AwsAdaptive => "aws-adaptive",
         }
     }
 
-    /// The failure reason of a call this control stopped.
+    /// The failure reason of a call this control stopped (a kind that never refuses has
+    /// none).
     pub fn veto_name(self) -> &'static str {
         match self {
             ControlKind::RetryBudget => "retry-budget-exhausted",
@@ -92,7 +98,16 @@ impl ControlKind {
             ControlKind::AwsRetryQuota => "retry-quota-exhausted",
             ControlKind::SreThrottling => "throttled-locally",
             ControlKind::CircuitBreaker => "circuit-open",
+            ControlKind::AwsAdaptive => unreachable!("the adaptive limiter delays, never refuses"),
         }
+    }
+
+    /// Its position in [`ControlKind::VETOING`].
+    pub fn veto_index(self) -> usize {
+        ControlKind::VETOING
+            .iter()
+            .position(|kind| *kind == self)
+            .expect("a kind that refuses")
     }
 }
 
@@ -134,6 +149,8 @@ pub struct AttemptEnd {
     pub retry: bool,
     /// What happened to it.
     pub outcome: AttemptOutcome,
+    /// The status of the answer, if one came.
+    pub status: Option<u16>,
     /// A retry could outlive the failure: a transport error or a retryable status (the
     /// decision's check 2). Successes are not transient.
     pub transient: bool,
@@ -179,7 +196,13 @@ pub trait Control {
     }
     /// An attempt this control admitted will not go out: a later control refused it.
     fn send_cancelled(&mut self, _now: Micros) {}
-    /// Every control admitted the attempt, and it goes out.
+    /// Every control admitted the attempt: how long must it wait before it goes out? `None`
+    /// if not within `time_left` (then nothing is reserved); a control that answers more than
+    /// zero has reserved its slot (the AWS adaptive rate limiter).
+    fn send_delay(&mut self, _now: Micros, _time_left: Micros) -> Option<Micros> {
+        Some(0)
+    }
+    /// The attempt goes out.
     fn sent(&mut self, _now: Micros) {}
     /// The caller learned the result of an attempt.
     fn attempt_ended(&mut self, _now: Micros, _end: &AttemptEnd) {}
@@ -208,6 +231,8 @@ pub enum ControlConfig {
     SreThrottling(sre_throttling::SreThrottlingConfig),
     /// A circuit breaker.
     CircuitBreaker(circuit_breaker::CircuitBreakerConfig),
+    /// The AWS adaptive rate limiter (it has no settings).
+    AwsAdaptive,
 }
 
 impl ControlConfig {
@@ -221,6 +246,7 @@ impl ControlConfig {
             ControlConfig::AwsRetryQuota(_) => ControlKind::AwsRetryQuota,
             ControlConfig::SreThrottling(_) => ControlKind::SreThrottling,
             ControlConfig::CircuitBreaker(_) => ControlKind::CircuitBreaker,
+            ControlConfig::AwsAdaptive => ControlKind::AwsAdaptive,
         }
     }
 
@@ -245,6 +271,7 @@ impl ControlConfig {
             ControlConfig::CircuitBreaker(config) => {
                 Box::new(circuit_breaker::CircuitBreaker::new(config))
             }
+            ControlConfig::AwsAdaptive => Box::new(aws_adaptive::AwsAdaptive::new()),
         }
     }
 }
@@ -321,27 +348,64 @@ impl ControlSet {
         self.each(client, |control| control.call_started(now));
     }
 
-    /// May `client` send an attempt now? On a refusal, says which control refused, and the
-    /// controls that had admitted it (and, for a retry, admitted the retry) are told.
-    pub fn admit_send(&mut self, now: Micros, client: u32, retry: bool) -> Result<(), ControlKind> {
+    /// May `client` send an attempt now, and after what delay? On a refusal, says why: the
+    /// control that refused, or the deadline a rate limiter's delay would pass; the controls
+    /// that had admitted it (and, for a retry, admitted the retry) are told. Without a delay
+    /// the attempt goes out at once and the controls hear [`Control::sent`]; with one, the
+    /// caller calls [`ControlSet::sent`] when it goes out.
+    pub fn admit_send(
+        &mut self,
+        now: Micros,
+        client: u32,
+        retry: bool,
+        time_left: Micros,
+    ) -> Result<Micros, FailureReason> {
+        let mut refusal = None;
+        let mut admitted = 0;
         for index in 0..self.controls.len() {
-            let admitted = state_of(&mut self.controls[index], self.processes, client).admit_send(
+            if !state_of(&mut self.controls[index], self.processes, client).admit_send(
                 now,
                 retry,
                 &mut self.random,
-            );
-            if !admitted {
-                for earlier in 0..index {
-                    self.state(earlier, client).send_cancelled(now);
+            ) {
+                refusal = Some(FailureReason::Control(
+                    self.controls[index].model.config.kind(),
+                ));
+                break;
+            }
+            admitted += 1;
+        }
+        let mut delay = Some(0);
+        if refusal.is_none() {
+            self.each(client, |control| {
+                delay = match (delay, control.send_delay(now, time_left)) {
+                    (Some(longest), Some(this)) => Some(longest.max(this)),
+                    _ => None,
                 }
-                if retry {
-                    self.each(client, |control| control.retry_cancelled(now));
-                }
-                return Err(self.controls[index].model.config.kind());
+            });
+            if delay.is_none() {
+                refusal = Some(FailureReason::Decision(StopReason::DeadlineExhausted));
             }
         }
+        if let Some(reason) = refusal {
+            for earlier in 0..admitted {
+                self.state(earlier, client).send_cancelled(now);
+            }
+            if retry {
+                self.each(client, |control| control.retry_cancelled(now));
+            }
+            return Err(reason);
+        }
+        let delay = delay.unwrap_or(0);
+        if delay == 0 {
+            self.sent(now, client);
+        }
+        Ok(delay)
+    }
+
+    /// An attempt of `client` goes out.
+    pub fn sent(&mut self, now: Micros, client: u32) {
         self.each(client, |control| control.sent(now));
-        Ok(())
     }
 
     /// `client` learned the result of an attempt.

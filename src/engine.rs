@@ -118,6 +118,8 @@ enum Event {
     ClientReady(u32),
     /// An operation sends its next attempt.
     Send(Key),
+    /// An attempt a client-side rate limiter held back goes out.
+    DelayedSend(Key),
     /// A request reaches its service.
     Reach(Key),
     /// A worker finishes its own work on a request.
@@ -452,6 +454,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.send_request(operation, true);
                 }
             }
+            Event::DelayedSend(operation) => self.delayed_send(operation),
             Event::Reach(attempt) => self.reach(attempt),
             Event::WorkDone(attempt) => self.work_done(attempt),
             Event::WriteArrives(attempt) => self.write_row(attempt),

@@ -24,7 +24,7 @@ pub enum FailureReason {
 }
 
 /// The number of reasons.
-const REASONS: usize = StopReason::ALL.len() + 1 + ControlKind::ALL.len();
+const REASONS: usize = StopReason::ALL.len() + 1 + ControlKind::VETOING.len();
 
 impl FailureReason {
     /// Every reason, in the order of the columns that count them: the decision's, in the order
@@ -37,9 +37,9 @@ impl FailureReason {
             index += 1;
         }
         let mut control = 0;
-        while control < ControlKind::ALL.len() {
+        while control < ControlKind::VETOING.len() {
             all[StopReason::ALL.len() + 1 + control] =
-                FailureReason::Control(ControlKind::ALL[control]);
+                FailureReason::Control(ControlKind::VETOING[control]);
             control += 1;
         }
         all
@@ -59,7 +59,7 @@ impl FailureReason {
         match self {
             FailureReason::Decision(reason) => reason as usize,
             FailureReason::StatusUnknown => StopReason::ALL.len(),
-            FailureReason::Control(kind) => StopReason::ALL.len() + 1 + kind as usize,
+            FailureReason::Control(kind) => StopReason::ALL.len() + 1 + kind.veto_index(),
         }
     }
 

@@ -247,6 +247,7 @@ mod tests {
 
     fn ended(ok: bool, latency: Micros) -> AttemptEnd {
         AttemptEnd {
+            status: None,
             retry: false,
             outcome: if ok {
                 AttemptOutcome::Ok

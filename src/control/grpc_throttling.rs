@@ -79,6 +79,7 @@ mod tests {
 
     fn failure() -> AttemptEnd {
         AttemptEnd {
+            status: None,
             retry: false,
             outcome: AttemptOutcome::Rejected,
             transient: true,

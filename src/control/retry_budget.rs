@@ -220,6 +220,7 @@ mod tests {
         assert_eq!(budget.max(), 4);
         assert_eq!((0..10).filter(|_| budget.admit_retry(0, true)).count(), 4);
         let retry_ended = AttemptEnd {
+            status: None,
             retry: true,
             outcome: AttemptOutcome::Timeout,
             transient: true,

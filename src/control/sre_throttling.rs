@@ -86,6 +86,7 @@ mod tests {
 
     fn ended(outcome: AttemptOutcome) -> AttemptEnd {
         AttemptEnd {
+            status: None,
             retry: false,
             outcome,
             transient: outcome != AttemptOutcome::Ok,

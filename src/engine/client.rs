@@ -148,31 +148,71 @@ impl<O: Observer> Engine<'_, O> {
     fn send_controlled(&mut self, key: Key, retry: bool) {
         let now = self.now;
         let operation = self.operations.get(key).expect("a live operation sends");
-        let (client, index, id) = (operation.client, operation.attempt, operation.id);
+        let client = operation.client;
+        let time_left = operation.deadline.saturating_sub(now);
         let call = self.downstream_call(key, operation);
         let controls = self.controls_of(call);
-        if !controls.is_empty()
-            && let Err(kind) = controls.admit_send(now, client, retry)
-        {
-            let reason = FailureReason::Control(kind);
-            let user = call.is_none();
-            self.fail(key, reason);
-            if user {
-                self.observer.attempt(&AttemptRecord {
-                    client,
-                    operation: id,
-                    attempt: u32::from(index),
-                    send: now,
-                    end: now,
-                    outcome: AttemptOutcome::NotSent,
-                    status: None,
-                    retry_after: None,
-                    next_delay: None,
-                    next: NextStep::Stop(reason),
-                });
-            }
+        if controls.is_empty() {
+            self.send(key, false);
             return;
         }
+        let reason = match controls.admit_send(now, client, retry, time_left) {
+            Ok(0) => return self.send(key, false),
+            Ok(delay) => {
+                // A rate limiter holds it back; it goes out when its token is due.
+                self.events.push(now + delay, Event::DelayedSend(key));
+                return;
+            }
+            // No token before the deadline: the caller waits for one until it gives up, as a
+            // thread blocked in the SDK does, and the call then ends at its deadline.
+            Err(FailureReason::Decision(StopReason::DeadlineExhausted)) => {
+                let deadline = self.operations.get(key).expect("live operation").deadline;
+                self.events.push(deadline, Event::DelayedSend(key));
+                return;
+            }
+            Err(reason) => reason,
+        };
+        self.refuse(key, reason);
+    }
+
+    /// Ends a call whose request a control did not let out, and traces the attempt that was
+    /// never sent.
+    fn refuse(&mut self, key: Key, reason: FailureReason) {
+        let now = self.now;
+        let operation = self.operations.get(key).expect("live operation");
+        let (client, index, id) = (operation.client, operation.attempt, operation.id);
+        let user = !operation.downstream;
+        self.fail(key, reason);
+        if user {
+            self.observer.attempt(&AttemptRecord {
+                client,
+                operation: id,
+                attempt: u32::from(index),
+                send: now,
+                end: now,
+                outcome: AttemptOutcome::NotSent,
+                status: None,
+                retry_after: None,
+                next_delay: None,
+                next: NextStep::Stop(reason),
+            });
+        }
+    }
+
+    /// A send a rate limiter held back goes out now, or, if it never got a token, the call
+    /// ends at its deadline.
+    pub(super) fn delayed_send(&mut self, key: Key) {
+        let operation = self
+            .operations
+            .get(key)
+            .expect("a held send's operation is live");
+        let client = operation.client;
+        let call = self.downstream_call(key, operation);
+        let now = self.now;
+        if now >= operation.deadline {
+            return self.refuse(key, StopReason::DeadlineExhausted.into());
+        }
+        self.controls_of(call).sent(now, client);
         self.send(key, false);
     }
 
@@ -334,6 +374,7 @@ impl<O: Observer> Engine<'_, O> {
                 let end = AttemptEnd {
                     retry: index > 0,
                     outcome,
+                    status,
                     transient: outcome != AttemptOutcome::Ok
                         && status.is_none_or(|status| retryable.contains(status)),
                     latency: now - send,

@@ -22,8 +22,8 @@ use crate::values::{Bounded, BudgetPercent, Percent, Positive};
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlSpec {
-    /// `retry-budget`, `grpc-throttling`, `aws-retry-quota`, `sre-throttling` or
-    /// `circuit-breaker`.
+    /// `retry-budget`, `grpc-throttling`, `aws-retry-quota`, `aws-adaptive`, `sre-throttling`
+    /// or `circuit-breaker`.
     pub kind: ControlKind,
     /// Whose history the state holds: `client`, `process` (default) or `global`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -107,6 +107,7 @@ fn settings_of(kind: ControlKind) -> &'static [&'static str] {
             "wait_open",
             "half_open_calls",
         ],
+        ControlKind::AwsAdaptive => &[],
     }
 }
 
@@ -215,7 +216,7 @@ impl ControlSpec {
                     return Err("wait_open must be above zero".into());
                 }
             }
-            ControlKind::AwsRetryQuota => {}
+            ControlKind::AwsRetryQuota | ControlKind::AwsAdaptive => {}
         }
         Ok(())
     }
@@ -223,6 +224,7 @@ impl ControlSpec {
     /// The control, every default filled in (the spec is checked).
     pub fn model(&self) -> ControlModel {
         let config = match self.kind {
+            ControlKind::AwsAdaptive => ControlConfig::AwsAdaptive,
             ControlKind::RetryBudget => {
                 if let Some(min_concurrency) = self.min_concurrency {
                     let defaults = ConcurrencyBudgetConfig::default();
@@ -316,6 +318,7 @@ impl ControlSpec {
         };
         let seconds = |micros: u64| Some(Spanned::new(0..0, Duration(micros)));
         match model.config {
+            ControlConfig::AwsAdaptive => {}
             ControlConfig::WindowedBudget(config) => {
                 spec.percent = Some(BudgetPercent(config.percent));
                 spec.min_per_s = Some(Bounded(config.min_per_s));

@@ -333,3 +333,74 @@ overrides = { "service.api.failure_status" = 500 }
     // The api answers 500 (not retryable) for every call, so the users never retry.
     assert_eq!(retries(policy, 0, policy.measurements.buckets.len()), 0);
 }
+
+/// The AWS SDKs' adaptive mode against a rate limit of 100 a second, 50 closed-loop clients
+/// (threads) with three retries each. Without it the clients send about 3,900 attempts a
+/// second, of which 3,800 are throttled. With it (botocore's CUBIC limiter, shared by the
+/// process), sends wait for tokens at the learnt rate: over the steady state the client never
+/// sends more than the limit allows (each throttle cuts the rate to 0.7 of the measured one),
+/// so the throttled attempts fall by more than a hundred times, and calls wait instead of
+/// failing. The price, visible here as in botocore, is throughput: every throttled response
+/// in a burst cuts the rate again.
+#[test]
+fn aws_adaptive_mode_sends_at_the_rate_the_service_accepts() {
+    let text = r#"
+name = "adaptive"
+seed = 3
+duration = "60s"
+[clients]
+count = 50
+workload = "closed"
+think_time = "10ms"
+[network]
+latency = "1ms"
+[upstream]
+workers = 100
+service_time = "1ms"
+rate_limit = { rate = 100 }
+[[policy]]
+name = "plain"
+base = "10ms"
+cap = "1s"
+retry_after = "ignore"
+[[policy]]
+name = "adaptive"
+base = "10ms"
+cap = "1s"
+retry_after = "ignore"
+controls = [{ kind = "aws-adaptive", scope = "global" }]
+"#;
+    let result = run(&scenario(text));
+    let per_second = |policy: &PolicyRun, count: fn(&retrystorm::metrics::BucketCounts) -> u64| {
+        policy.measurements.buckets[20..60]
+            .iter()
+            .map(count)
+            .sum::<u64>() as f64
+            / 40.0
+    };
+    let [plain, adaptive] = &result.policies[..] else {
+        panic!("two policies");
+    };
+    let throttled = |policy: &PolicyRun| per_second(policy, |b| b.rejected_429);
+    assert!(throttled(plain) > 3000.0, "{}", throttled(plain));
+    assert!(
+        throttled(adaptive) * 100.0 < throttled(plain),
+        "{} against {}",
+        throttled(adaptive),
+        throttled(plain)
+    );
+    let sent = per_second(adaptive, |b| b.attempts);
+    assert!(sent <= 110.0, "{sent} sent a second");
+    assert!(
+        adaptive.measurements.buckets[20..60]
+            .iter()
+            .all(|b| b.attempts > 0)
+    );
+    // Waiting instead of failing: most calls succeed.
+    let success = |policy: &PolicyRun| {
+        let buckets = &policy.measurements.buckets[20..60];
+        let ended: u64 = buckets.iter().map(|b| b.succeeded + b.failed).sum();
+        buckets.iter().map(|b| b.succeeded).sum::<u64>() as f64 / ended as f64
+    };
+    assert!(success(adaptive) > 0.7 && success(plain) < 0.2);
+}

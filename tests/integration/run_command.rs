@@ -216,7 +216,7 @@ fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
     let check = retrystorm(&["check", "scenarios/retry-layers.toml"]);
     assert_eq!(
         String::from_utf8_lossy(&check.stdout),
-        "ok: scenarios/retry-layers.toml (retry-layers, 2 policies; clients -> edge; edge -> api; api -> db)\n"
+        "ok: scenarios/retry-layers.toml (retry-layers, 3 policies; clients -> edge; edge -> api; api -> db)\n"
     );
 }
 
