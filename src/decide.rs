@@ -20,7 +20,7 @@
 //! | `previous_delay_ms` | number or null | none |
 //! | `retry_after_random` | number | 0.5 |
 //! | `jitter` | `none`, `full`, `equal`, `decorrelated`, `grpc` | `full` |
-//! | `retry_after_mode` | `honor`, `ignore`, `honor-jittered` | `honor` |
+//! | `retry_after_mode` | `honor`, `ignore`, `honor-jittered`, `pushback` | `honor` |
 //!
 //! Numbers follow the article's JavaScript semantics. JSON has no NaN or infinity, so a numeric
 //! field also accepts the strings `"NaN"`, `"inf"`, `"-inf"` (and `"Infinity"`, `"-Infinity"`),

@@ -95,6 +95,9 @@ pub struct RetryInput {
     pub retry_after_random: f64,
     /// The backoff's growth per retry (the article's 2).
     pub multiplier: f64,
+    /// The attempt the backoff counts from (0): the backoff grows with `attempt - backoff_from`.
+    /// A gRPC pushback ([`RetryAfterMode::Pushback`]) starts the count again after it.
+    pub backoff_from: f64,
     /// The statuses check 2 treats as transient (the article's 429 and 503).
     pub retryable: StatusSet,
 }
@@ -167,6 +170,7 @@ impl RetryInput {
             previous_delay_ms: None,
             retry_after_random: DEFAULT_RANDOM,
             multiplier: DEFAULT_MULTIPLIER,
+            backoff_from: 0.0,
             retryable: StatusSet::ARTICLE,
         }
     }
@@ -270,6 +274,8 @@ pub fn plan_retry(
     }
     if !is_integer(input.attempt)
         || input.attempt < 0.0
+        || !is_integer(input.backoff_from)
+        || !(0.0..=input.attempt).contains(&input.backoff_from)
         || !is_integer(input.max_attempts)
         || input.max_attempts < 1.0
     {
@@ -303,10 +309,11 @@ pub fn plan_retry(
         return Decision::Stop(DeadlineExhausted);
     }
 
+    let backoff_index = input.attempt - input.backoff_from;
     let backoff_ms =
-        exponential_backoff_ms(input.attempt, input.base_ms, input.cap_ms, input.multiplier);
+        exponential_backoff_ms(backoff_index, input.base_ms, input.cap_ms, input.multiplier);
     let jittered_ms = jitter.delay_ms(&JitterInput {
-        retry_index: input.attempt,
+        retry_index: backoff_index,
         base_ms: input.base_ms,
         cap_ms: input.cap_ms,
         backoff_ms,
@@ -782,5 +789,55 @@ mod tests {
         );
         assert_eq!(gateway.iter().collect::<Vec<_>>(), [500, 502, 503, 504]);
         assert_eq!(StatusSet::ARTICLE.iter().collect::<Vec<_>>(), [429, 503]);
+    }
+
+    /// gRPC server pushback (gRFC A6): a pushback of n ms means retry after exactly n ms, even
+    /// when the backoff is longer, and the retries after it back off from the base again: with
+    /// base 100 ms, no jitter, a retry at attempt 3 whose backoff counts from attempt 2 (the
+    /// pushback was on attempt 1) waits `100 * 2^(3-2) = 200` ms, not `100 * 2^3 = 800` ms.
+    #[test]
+    fn pushback_is_exact_and_restarts_the_backoff() {
+        let input = RetryInput {
+            status: Some(503.0),
+            retry_after_ms: Some(30.0),
+            max_attempts: 5.0,
+            ..RetryInput::new("GET", 3.0, 0.0, 100_000.0)
+        };
+        let pushback = plan_retry(&input, &Jitter::None, RetryAfterMode::Pushback);
+        assert_eq!(
+            pushback,
+            Decision::Retry {
+                delay_ms: 30.0,
+                backoff_ms: 800.0
+            }
+        );
+        let honor = plan_retry(&input, &Jitter::None, RetryAfterMode::Honor);
+        assert_eq!(
+            honor,
+            Decision::Retry {
+                delay_ms: 800.0,
+                backoff_ms: 800.0
+            }
+        );
+        let after = RetryInput {
+            retry_after_ms: None,
+            backoff_from: 2.0,
+            ..input
+        };
+        assert_eq!(
+            plan_retry(&after, &Jitter::None, RetryAfterMode::Pushback),
+            Decision::Retry {
+                delay_ms: 200.0,
+                backoff_ms: 200.0
+            }
+        );
+        // A start that is not one of the attempts made is invalid.
+        for backoff_from in [-1.0, 4.0, 0.5] {
+            let bad = RetryInput {
+                backoff_from,
+                ..after
+            };
+            assert_eq!(plan_retry_article(&bad), stop(StopReason::InvalidAttempt));
+        }
     }
 }

@@ -225,6 +225,8 @@ struct Operation {
     checking: bool,
     /// What the last retry of the request followed, for the controls' refunds.
     last_retry: LastRetry,
+    /// The attempt the backoff counts from: 0, or the one after the last gRPC pushback.
+    backoff_from: u16,
 }
 
 /// What the last retry of a request followed.
@@ -264,6 +266,7 @@ impl Operation {
             in_service: 0,
             checking: false,
             last_retry: LastRetry::None,
+            backoff_from: 0,
         }
     }
 

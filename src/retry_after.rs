@@ -28,14 +28,18 @@ pub enum RetryAfterMode {
     /// Wait `max(jittered, retry_after + floor(u * retry_after / 2))`: Retry-After is a floor and
     /// the wait is spread uniformly over the half above it, as Envoy's rate-limited backoff does.
     HonorJittered,
+    /// Wait exactly `retry_after`, and count the backoff's retries from zero again after it:
+    /// gRPC's server pushback.
+    Pushback,
 }
 
 impl RetryAfterMode {
     /// Every mode, in the order the documentation lists them.
-    pub const ALL: [RetryAfterMode; 3] = [
+    pub const ALL: [RetryAfterMode; 4] = [
         RetryAfterMode::Honor,
         RetryAfterMode::Ignore,
         RetryAfterMode::HonorJittered,
+        RetryAfterMode::Pushback,
     ];
 
     /// The name used in scenario files and on the command line.
@@ -44,6 +48,7 @@ impl RetryAfterMode {
             RetryAfterMode::Honor => "honor",
             RetryAfterMode::Ignore => "ignore",
             RetryAfterMode::HonorJittered => "honor-jittered",
+            RetryAfterMode::Pushback => "pushback",
         }
     }
 
@@ -63,6 +68,7 @@ impl RetryAfterMode {
             (RetryAfterMode::HonorJittered, Some(floor)) => {
                 jittered_ms.max(floor + (unit * floor / 2.0).floor())
             }
+            (RetryAfterMode::Pushback, Some(pushback)) => pushback,
         }
     }
 }
@@ -186,7 +192,7 @@ mod tests {
         }
         assert_eq!(
             "honour".parse::<RetryAfterMode>().unwrap_err().to_string(),
-            "unknown Retry-After mode `honour` (did you mean `honor`?); valid: honor, ignore, honor-jittered"
+            "unknown Retry-After mode `honour` (did you mean `honor`?); valid: honor, ignore, honor-jittered, pushback"
         );
     }
 

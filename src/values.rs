@@ -281,7 +281,7 @@ serde_via_str!(
 );
 serde_via_str!(
     RetryAfterMode,
-    "a Retry-After mode: honor, ignore or honor-jittered"
+    "a Retry-After mode: honor, ignore, honor-jittered or pushback"
 );
 
 #[cfg(test)]

@@ -88,7 +88,7 @@ pub struct DecideArgs {
     /// Jitter strategy: none, full, equal, decorrelated or grpc.
     #[arg(long, default_value_t = Jitter::Full, group = "case")]
     jitter: Jitter,
-    /// Retry-After handling: honor, ignore or honor-jittered.
+    /// Retry-After handling: honor, ignore, honor-jittered or pushback.
     #[arg(long, default_value_t = RetryAfterMode::Honor, group = "case")]
     retry_after_mode: RetryAfterMode,
     /// Read one JSON object per line from stdin (fields named as the flags, in snake_case) and

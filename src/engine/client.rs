@@ -500,6 +500,7 @@ impl<O: Observer> Engine<'_, O> {
                 .then_some(operation.previous_delay_ms),
             retry_after_random,
             multiplier: policy.multiplier,
+            backoff_from: f64::from(operation.backoff_from),
             retryable: policy.retryable,
         };
         match plan_retry(&input, &policy.jitter, policy.retry_after) {
@@ -520,6 +521,10 @@ impl<O: Observer> Engine<'_, O> {
                 let operation = self.operations.get_mut(key).expect("live operation");
                 operation.attempt += 1;
                 operation.previous_delay_ms = delay_ms;
+                if policy.retry_after == RetryAfterMode::Pushback && retry_after.is_some() {
+                    // gRPC: the retries after a pushback back off from the base again.
+                    operation.backoff_from = operation.attempt;
+                }
                 if !checking {
                     operation.last_retry = if timed_out {
                         LastRetry::Timeout

@@ -9,7 +9,7 @@
 //! | `retryableStatusCodes` | the HTTP statuses whose gRPC code (gRPC's HTTP-to-gRPC table) is listed |
 //! | `timeout` (the call's deadline; gRPC has no per-attempt timeout) | `deadline` and `attempt_timeout` |
 //! | `retryThrottling { maxTokens, tokenRatio }` | a `grpc-throttling` control per process (one channel) |
-//! | (HTTP Retry-After is not read by gRPC clients) | `retry_after = "ignore"` |
+//! | server pushback (`grpc-retry-pushback-ms`) | `retry_after = "pushback"`: a service's Retry-After read as pushback, exact, and the backoff restarts |
 //!
 //! Services answer HTTP statuses, so a retryable gRPC code becomes the statuses a gRPC client
 //! maps to it when a response has no `grpc-status` (`doc/http-grpc-status-mapping.md`): 400 is
@@ -276,7 +276,8 @@ fn read_method_config(
         .ok_or_else(|| field_error(field("backoffMultiplier"), "must be a number above 0"))?;
     imported.multiplier = Some(multiplier);
     imported.jitter = Some(Jitter::Grpc);
-    imported.retry_after = Some(RetryAfterMode::Ignore);
+    imported.retry_after = Some(RetryAfterMode::Pushback);
+    imported.notes.push("a service's Retry-After is read as gRPC server pushback: retry after exactly that long, then back off from initialBackoff again".into());
     let codes = retryable_codes(
         required("retryableStatusCodes")?,
         &field("retryableStatusCodes"),

@@ -49,7 +49,8 @@ fn every_shipped_config_imports() {
 
 /// The gRPC example (gRFC A6's retry policy and throttling): `maxAttempts = 4` counts the
 /// first call, so three retries; backoff 100 ms to 1 s, doubling, gRPC's ±20% jitter; the
-/// retryable code UNAVAILABLE is what a client makes of 429, 502, 503 and 504; the call's
+/// retryable code UNAVAILABLE is what a client makes of 429, 502, 503 and 504; a service's
+/// Retry-After is read as server pushback; the call's
 /// 2 s timeout is its deadline and, without per-attempt timeouts, every attempt's; throttling
 /// of 10 tokens, 0.1 back per success.
 #[test]
@@ -62,7 +63,7 @@ fn a_grpc_service_config_maps_to_its_clients_behaviour() {
         (100.0, 1000.0, 2.0)
     );
     assert_eq!(policy.jitter, Jitter::Grpc);
-    assert_eq!(policy.retry_after, RetryAfterMode::Ignore);
+    assert_eq!(policy.retry_after, RetryAfterMode::Pushback);
     assert_eq!(
         policy.retryable.iter().collect::<Vec<_>>(),
         [429, 502, 503, 504]

@@ -204,3 +204,50 @@ retryable_statuses = [500]
     let delays: Vec<Option<u64>> = traces[1].iter().take(3).map(|r| r.next_delay).collect();
     assert_eq!(delays, [Some(10_000), Some(30_000), None]);
 }
+
+/// gRPC server pushback read from Retry-After (gRFC A6): an upstream that refuses every
+/// request with 503 and `Retry-After: 300 ms`; a client with a 1 s base and no jitter honours
+/// it as a minimum (waits 1 s, then 2 s: the backoff is longer), a client in pushback mode waits
+/// exactly 300 ms every time.
+#[test]
+fn pushback_retries_after_exactly_the_servers_delay() {
+    let text = r#"
+name = "pushback"
+duration = "2s"
+[clients]
+count = 1
+rate = 1.0
+deadline = "10s"
+[network]
+latency = "1ms"
+[upstream]
+workers = 1
+service_time = "1ms"
+outage = "reject"
+retry_after = "300ms"
+capacity = [{ at = "0s", factor = 0.0 }]
+[[policy]]
+name = "honor"
+base = "1s"
+cap = "4s"
+jitter = "none"
+max_attempts = 2
+[[policy]]
+name = "pushback"
+base = "1s"
+cap = "4s"
+jitter = "none"
+max_attempts = 2
+retry_after = "pushback"
+"#;
+    let (_, traces) = crate::support::run_traced(&scenario(text));
+    let delays = |records: &[retrystorm::engine::AttemptRecord]| -> Vec<Option<u64>> {
+        records
+            .iter()
+            .filter(|r| r.operation == 0)
+            .map(|r| r.next_delay)
+            .collect()
+    };
+    assert_eq!(delays(&traces[0]), [Some(1_000_000), Some(2_000_000), None]);
+    assert_eq!(delays(&traces[1]), [Some(300_000), Some(300_000), None]);
+}
