@@ -51,6 +51,7 @@
 //! ends. Requests still queued then, and downstream calls still out, are abandoned.
 
 mod client;
+mod hedging;
 mod server;
 
 use crate::control::ControlSet;
@@ -120,6 +121,8 @@ enum Event {
     Send(Key),
     /// An attempt a client-side rate limiter held back goes out.
     DelayedSend(Key),
+    /// A hedged call's next hedge is due.
+    Hedge(Key),
     /// A request reaches its service.
     Reach(Key),
     /// A worker finishes its own work on a request.
@@ -227,7 +230,46 @@ struct Operation {
     last_retry: LastRetry,
     /// The attempt the backoff counts from: 0, or the one after the last gRPC pushback.
     backoff_from: u16,
+    /// The call is hedged: its [`HedgeState`] is in `Engine::hedges` at this operation's slot.
+    hedged: bool,
 }
+
+/// The hedges of a hedged call: the attempts in flight, and when the next one is due.
+#[derive(Debug, Clone, Copy)]
+struct HedgeState {
+    /// Attempts in flight whose result the caller still waits for.
+    live: [Key; MAX_HEDGES],
+    /// How many of `live` are in use.
+    count: u8,
+    /// When the next hedge is due; an `Event::Hedge` at another time is stale. `Micros::MAX`:
+    /// no more hedges.
+    next_at: Micros,
+}
+
+/// gRPC caps hedging at five attempts.
+const MAX_HEDGES: usize = 5;
+
+impl HedgeState {
+    const EMPTY: HedgeState = HedgeState {
+        live: [DOWNSTREAM_KEY_PLACEHOLDER; MAX_HEDGES],
+        count: 0,
+        next_at: Micros::MAX,
+    };
+
+    fn remove(&mut self, key: Key) {
+        let count = usize::from(self.count);
+        if let Some(index) = self.live[..count].iter().position(|live| *live == key) {
+            self.live.swap(index, count - 1);
+            self.count -= 1;
+        }
+    }
+}
+
+/// A key no live record has.
+const DOWNSTREAM_KEY_PLACEHOLDER: Key = Key {
+    slot: u32::MAX,
+    generation: 0,
+};
 
 /// What the last retry of a request followed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -267,6 +309,7 @@ impl Operation {
             checking: false,
             last_retry: LastRetry::None,
             backoff_from: 0,
+            hedged: false,
         }
     }
 
@@ -314,6 +357,9 @@ struct Engine<'a, O: Observer> {
     caller_controls: Vec<ControlSet>,
     /// Some caller has a control: without one, the client side skips every control hook.
     controls_anywhere: bool,
+    /// The [`HedgeState`] of each operation slot that holds a hedged call; empty without
+    /// hedging.
+    hedges: Vec<HedgeState>,
     next_operation_id: u64,
     /// User operations started and not ended.
     unfinished: u64,
@@ -379,6 +425,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     .iter()
                     .filter_map(|service| service.downstream.as_ref())
                     .any(|policy| !policy.controls.is_empty()),
+            hedges: Vec::new(),
             next_operation_id: 0,
             unfinished: 0,
             next_arrival_us: 0.0,
@@ -458,6 +505,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
             }
             Event::DelayedSend(operation) => self.delayed_send(operation),
+            Event::Hedge(operation) => self.hedge_due(operation),
             Event::Reach(attempt) => self.reach(attempt),
             Event::WorkDone(attempt) => self.work_done(attempt),
             Event::WriteArrives(attempt) => self.write_row(attempt),

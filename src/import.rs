@@ -50,6 +50,8 @@ pub struct Imported {
     pub deadline: Option<Duration>,
     /// Client-side controls.
     pub controls: Vec<ControlSpec>,
+    /// Hedging instead of retries.
+    pub hedging: Option<crate::scenario::Hedging>,
     /// How the config was mapped, for the reader.
     pub notes: Vec<String>,
 }
@@ -68,11 +70,13 @@ pub struct ImportError {
 
 impl fmt::Display for ImportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.field.is_empty() {
-            write!(f, "{}: {}", self.file, self.message)
-        } else {
-            write!(f, "{}: {}: {}", self.file, self.field, self.message)
-        }
+        let parts = [
+            self.file.as_str(),
+            self.field.as_str(),
+            self.message.as_str(),
+        ];
+        let written: Vec<&str> = parts.into_iter().filter(|part| !part.is_empty()).collect();
+        f.write_str(&written.join(": "))
     }
 }
 
@@ -265,6 +269,9 @@ impl Imported {
         }
         if let (Some(deadline), true) = (self.deadline, free("deadline")) {
             policy.deadline = Some(deadline);
+        }
+        if let (Some(hedging), true) = (&self.hedging, free("hedging")) {
+            policy.hedging = Some(toml::Spanned::new(0..0, hedging.clone()));
         }
         if free("controls") {
             policy.controls = self

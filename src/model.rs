@@ -124,6 +124,29 @@ pub struct CallerPolicy {
     pub deadline: Deadline,
     /// Client-side overload controls, in the order they are asked.
     pub controls: Vec<ControlModel>,
+    /// Hedged requests instead of retries.
+    pub hedging: Option<HedgingModel>,
+}
+
+/// gRPC's hedging policy, resolved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HedgingModel {
+    /// Attempts in all.
+    pub max_attempts: u16,
+    /// Time between hedges.
+    pub delay: Micros,
+    /// Statuses that send the next hedge at once.
+    pub non_fatal: StatusSet,
+}
+
+impl HedgingModel {
+    fn new(hedging: &crate::scenario::Hedging) -> HedgingModel {
+        HedgingModel {
+            max_attempts: hedging.max_attempts.get() as u16,
+            delay: hedging.delay.micros(),
+            non_fatal: statuses(&hedging.non_fatal_statuses),
+        }
+    }
 }
 
 /// The budget of a call, from its start.
@@ -391,6 +414,10 @@ impl Model {
                     Deadline::Budget(policy.deadline.unwrap_or(clients.deadline).micros())
                 },
                 controls: controls(&policy.controls),
+                hedging: policy
+                    .hedging
+                    .as_ref()
+                    .map(|hedging| HedgingModel::new(hedging.get_ref())),
             },
             processes: clients.processes.get_ref().get(),
         };
@@ -615,6 +642,10 @@ impl CallerPolicy {
                 CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
             },
             controls: controls(&retry.controls),
+            hedging: retry
+                .hedging
+                .as_ref()
+                .map(|hedging| HedgingModel::new(hedging.get_ref())),
         }
     }
 }

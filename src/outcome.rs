@@ -107,6 +107,8 @@ pub enum AttemptOutcome {
     Pending,
     /// Never sent: a client-side control refused it.
     NotSent,
+    /// A hedge still in flight when its call ended: the caller stopped waiting for it.
+    Cancelled,
 }
 
 impl AttemptOutcome {
@@ -123,6 +125,7 @@ impl AttemptOutcome {
             AttemptOutcome::NotFound => "not-found",
             AttemptOutcome::Pending => "pending",
             AttemptOutcome::NotSent => "not-sent",
+            AttemptOutcome::Cancelled => "cancelled",
         }
     }
 }
@@ -144,16 +147,26 @@ pub enum NextStep {
     StatusCheck,
     /// It stopped without success.
     Stop(FailureReason),
+    /// A hedged call sends its next hedge (at once, or after a pushback).
+    Hedge,
+    /// A hedged call waits for the hedges still in flight.
+    AwaitHedges,
+    /// The call had already ended (another hedge won, or ended it).
+    CallEnded,
 }
 
 impl NextStep {
-    /// The name `trace.csv` prints: `success`, `retry`, `status-check`, or the failure reason.
+    /// The name `trace.csv` prints: `success`, `retry`, `status-check`, `hedge`,
+    /// `wait-for-hedges`, `call-ended`, or the failure reason.
     pub fn name(self) -> &'static str {
         match self {
             NextStep::Success => "success",
             NextStep::Retry => "retry",
             NextStep::StatusCheck => "status-check",
             NextStep::Stop(reason) => reason.name(),
+            NextStep::Hedge => "hedge",
+            NextStep::AwaitHedges => "wait-for-hedges",
+            NextStep::CallEnded => "call-ended",
         }
     }
 }

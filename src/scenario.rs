@@ -366,10 +366,32 @@ pub struct CallRetry {
     /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call.
     #[serde(default)]
     pub deadline: CallDeadline,
+    /// Hedged calls instead of retries, as a policy's `hedging`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedging: Option<Spanned<Hedging>>,
     /// Client-side overload controls of this tier's calls, as a policy's `controls`; the
     /// service is one process, so every scope is one state for the service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Spanned<ControlSpec>>,
+}
+
+/// `hedging = { max_attempts = 3, delay = "50ms", non_fatal_statuses = [503] }`: gRPC's hedging
+/// policy (gRFC A6). The first attempt goes out at once and another every `delay` while none
+/// has succeeded, up to `max_attempts` in all; an answer with a non-fatal status (or none, a
+/// timeout or reset) sends the next one at once, a fatal status ends the call; the first
+/// success wins and the others are cancelled (stopped at a service with `cancellation`, else
+/// finished as wasted work). Hedges are never retried. Only a repeatable operation is hedged.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Hedging {
+    /// Attempts in all, 2 to 5 (gRPC clients cap hedging at 5).
+    pub max_attempts: Bounded<2, 5>,
+    /// Time between hedges (default 0: all at once).
+    #[serde(default)]
+    pub delay: Duration,
+    /// Statuses that send the next hedge at once instead of ending the call (default none).
+    #[serde(default)]
+    pub non_fatal_statuses: Vec<Bounded<400, 599>>,
 }
 
 /// The deadline of a downstream call.
@@ -529,6 +551,10 @@ pub struct Policy {
     /// compare key stores).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotency_ttl: Option<Duration>,
+    /// Hedged requests instead of retries (gRPC's `hedgingPolicy`): more attempts sent before
+    /// any fails; the first success wins. With hedging the retry settings do not apply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hedging: Option<Spanned<Hedging>>,
     /// Client-side overload controls, asked in this order after the decision says retry (and,
     /// for a breaker or adaptive throttling, before every send): retry budgets, gRPC
     /// throttling, the AWS retry quota, adaptive throttling, a circuit breaker.
@@ -664,6 +690,7 @@ mod defaults {
             ignore_deadline: false,
             deadline: None,
             attempt_timeout: None,
+            hedging: None,
             import: None,
             import_method: None,
             idempotency_key: None,
@@ -685,6 +712,7 @@ mod defaults {
             unsafe_retries: false,
             attempt_timeout: attempt_timeout(),
             deadline: CallDeadline::Propagate,
+            hedging: None,
             controls: Vec::new(),
         }
     }

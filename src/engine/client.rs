@@ -77,7 +77,26 @@ impl<O: Observer> Engine<'_, O> {
         if !self.user_controls.is_empty() {
             self.user_controls.call_started(self.now, client);
         }
-        self.send_request(key, false);
+        self.send_first(key, None);
+    }
+
+    /// Sends a call's first attempt, and starts its hedging if its policy hedges and the
+    /// operation may be repeated (a write without protection is never hedged).
+    fn send_first(&mut self, key: Key, call: Option<DownstreamCall>) {
+        let policy = policy_of(self.model, call);
+        let hedging = policy.hedging.filter(|_| {
+            let operation = self.operations.get(key).expect("a starting call is live");
+            let endpoint = &self.model.users.endpoints[usize::from(operation.endpoint)];
+            endpoint.idempotent_method || endpoint.idempotency_key || policy.unsafe_retries
+        });
+        match hedging {
+            None => self.send_request(key, false),
+            Some(hedging) => {
+                self.start_hedging(key);
+                self.send_request(key, false);
+                self.first_hedge_sent(key, hedging);
+            }
+        }
     }
 
     /// A service's worker, serving `parent`, makes its call number `number` to the next
@@ -122,11 +141,12 @@ impl<O: Observer> Engine<'_, O> {
         if !controls.is_empty() {
             controls.call_started(self.now, client);
         }
-        self.send_request(key, false);
+        let call = self.downstream_call(key, self.operations.get(key).expect("just inserted"));
+        self.send_first(key, call);
     }
 
     /// The controls of the caller of `call` (the users', or the calling service's).
-    fn controls_of(&mut self, call: Option<DownstreamCall>) -> &mut ControlSet {
+    pub(super) fn controls_of(&mut self, call: Option<DownstreamCall>) -> &mut ControlSet {
         match call {
             None => &mut self.user_controls,
             Some(call) => &mut self.caller_controls[usize::from(call.service)],
@@ -233,6 +253,10 @@ impl<O: Observer> Engine<'_, O> {
             .expect("a live operation sends");
         let index = operation.attempt;
         operation.live_attempts += 1;
+        let hedge = !status_check && operation.hedged;
+        if hedge {
+            operation.attempt += 1;
+        }
         // The entry service's callers are the users: their counts are its (`Recorder::finish`).
         if from_user {
             let counts = self.recorder.at(now);
@@ -273,6 +297,9 @@ impl<O: Observer> Engine<'_, O> {
         self.recorder
             .in_flight(self.operations.len(), self.attempts.len());
         self.events.push(gives_up, Event::Timeout(attempt));
+        if hedge {
+            self.hedge_sent(key, attempt);
+        }
         if !lost {
             let arrives = now + self.model.network.latency.sample(&mut self.network);
             self.events.push(arrives, Event::Reach(attempt));
@@ -398,6 +425,22 @@ impl<O: Observer> Engine<'_, O> {
                     self.decide(operation, None, true, None, timed_out)
                 }
                 (false, _) => self.decide(operation, status, false, retry_after, false),
+            }
+        } else if self
+            .operations
+            .get(operation)
+            .expect("live operation")
+            .hedged
+        {
+            self.hedges[operation.slot as usize].remove(key);
+            let reads = |policy: &CallerPolicy| policy.retry_after.reads_header();
+            let call =
+                self.downstream_call(operation, self.operations.get(operation).expect("live"));
+            let pushback = retry_after.filter(|_| reads(policy_of(self.model, call)));
+            match (timed_out, reply) {
+                (false, Reply::Ok) => self.succeed(operation),
+                (true, _) | (false, Reply::Reset) => self.hedge_failed(operation, key, None, None),
+                (false, _) => self.hedge_failed(operation, key, status, pushback),
             }
         } else {
             match (timed_out, reply) {
@@ -558,7 +601,7 @@ impl<O: Observer> Engine<'_, O> {
         (None, NextStep::Success)
     }
 
-    fn fail(&mut self, key: Key, reason: FailureReason) -> (Option<Micros>, NextStep) {
+    pub(super) fn fail(&mut self, key: Key, reason: FailureReason) -> (Option<Micros>, NextStep) {
         if !self.operations.get(key).expect("live operation").downstream {
             self.recorder.failed(self.now, reason);
         }
@@ -598,7 +641,11 @@ impl<O: Observer> Engine<'_, O> {
             }
             Some(call) => self.call_returned(call, succeeded),
         }
+        let hedged = self.operations.get(key).expect("live operation").hedged;
         self.release_operation(key);
+        if hedged {
+            self.cancel_hedges(key);
+        }
     }
 
     pub(super) fn release_attempt(&mut self, key: Key) {
@@ -647,7 +694,7 @@ impl<O: Observer> Engine<'_, O> {
 
 /// The retry policy of the users, or of the service that made `call`.
 #[inline]
-fn policy_of(model: &Model, call: Option<DownstreamCall>) -> &CallerPolicy {
+pub(super) fn policy_of(model: &Model, call: Option<DownstreamCall>) -> &CallerPolicy {
     match call {
         None => &model.users.policy,
         Some(call) => model.services[usize::from(call.service)]

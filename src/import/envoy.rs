@@ -73,7 +73,10 @@ fn read_retry_policy(
             "retry_options_predicates",
             "retry option predicates are not simulated",
         ),
-        ("hedge_on_per_try_timeout", "hedging is not simulated yet"),
+        (
+            "hedge_on_per_try_timeout",
+            "a retry that keeps the timed-out attempt alive is not simulated (gRPC's hedgingPolicy is)",
+        ),
     ];
     refuse_unknown(
         policy,

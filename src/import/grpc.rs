@@ -14,7 +14,8 @@
 //! Services answer HTTP statuses, so a retryable gRPC code becomes the statuses a gRPC client
 //! maps to it when a response has no `grpc-status` (`doc/http-grpc-status-mapping.md`): 400 is
 //! INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429, 502, 503 and
-//! 504 are UNAVAILABLE, every other status is UNKNOWN. `hedgingPolicy`, `waitForReady`, message
+//! 504 are UNAVAILABLE, every other status is UNKNOWN. A `hedgingPolicy` (`maxAttempts`,
+//! `hedgingDelay`, `nonFatalStatusCodes`) becomes the policy's `hedging`. `waitForReady`, message
 //! size limits and load-balancing settings change what a client does in ways the simulator does
 //! not model, and are refused by name.
 
@@ -136,7 +137,11 @@ fn choose<'v>(
     }
     let with_policy: Vec<(usize, &Value)> = entries
         .iter()
-        .filter(|(_, entry)| entry.get("retryPolicy").is_some() || entry.get("timeout").is_some())
+        .filter(|(_, entry)| {
+            ["retryPolicy", "hedgingPolicy", "timeout"]
+                .iter()
+                .any(|key| entry.get(key).is_some())
+        })
         .copied()
         .collect();
     match with_policy.len() {
@@ -187,12 +192,8 @@ fn read_method_config(
     refuse_unknown(
         entry,
         prefix,
-        &["name", "retryPolicy", "timeout"],
+        &["name", "retryPolicy", "hedgingPolicy", "timeout"],
         &[
-            (
-                "hedgingPolicy",
-                "hedging is not simulated yet; compare it by hand",
-            ),
             (
                 "waitForReady",
                 "calls are never queued waiting for a connection",
@@ -208,6 +209,19 @@ fn read_method_config(
         imported
             .notes
             .push("timeout is the call's deadline; gRPC has no per-attempt timeout, so each attempt may wait until it".into());
+    }
+    if let Some(hedging) = entry.get("hedgingPolicy") {
+        if entry.contains_key("retryPolicy") {
+            return Err(field_error(
+                format!("{prefix}.hedgingPolicy"),
+                "a methodConfig has a retryPolicy or a hedgingPolicy, not both (gRFC A6)",
+            ));
+        }
+        let hedging = hedging_policy(hedging, &format!("{prefix}.hedgingPolicy"), imported)?;
+        imported.hedging = Some(hedging);
+        imported.max_attempts = Some(0);
+        imported.retry_after = Some(RetryAfterMode::Pushback);
+        return Ok(());
     }
     let Some(policy) = entry.get("retryPolicy") else {
         imported.max_attempts = Some(0);
@@ -306,6 +320,69 @@ fn read_method_config(
     ));
     imported.retryable_statuses = Some(statuses);
     Ok(())
+}
+
+/// `hedgingPolicy` as the policy's hedging.
+fn hedging_policy(
+    value: &Value,
+    prefix: &str,
+    imported: &mut Imported,
+) -> Result<crate::scenario::Hedging, ImportError> {
+    let Value::Object(policy) = value else {
+        return Err(field_error(prefix, "must be an object"));
+    };
+    refuse_unknown(
+        policy,
+        prefix,
+        &["maxAttempts", "hedgingDelay", "nonFatalStatusCodes"],
+        &[],
+    )?;
+    let attempts = policy
+        .get("maxAttempts")
+        .and_then(Value::as_u64)
+        .filter(|&n| n > 1)
+        .ok_or_else(|| {
+            field_error(
+                format!("{prefix}.maxAttempts"),
+                "required: an integer above 1",
+            )
+        })?;
+    if attempts > MAX_ATTEMPTS_CLAMP {
+        imported.notes.push(format!(
+            "hedging maxAttempts {attempts} is clamped to {MAX_ATTEMPTS_CLAMP}, as gRPC clients do"
+        ));
+    }
+    let delay = match policy.get("hedgingDelay") {
+        Some(delay) => super::seconds(delay, &format!("{prefix}.hedgingDelay"))?,
+        None => crate::time::Duration(0),
+    };
+    let statuses: Vec<u16> = match policy.get("nonFatalStatusCodes") {
+        None => Vec::new(),
+        Some(codes) => {
+            let codes = retryable_codes(codes, &format!("{prefix}.nonFatalStatusCodes"))?;
+            (400..=599)
+                .filter(|&status| codes.contains(&code_of_http_status(status)))
+                .collect()
+        }
+    };
+    imported.notes.push(format!(
+        "hedgingPolicy: {} attempts, {} apart; non-fatal statuses {}",
+        attempts.min(MAX_ATTEMPTS_CLAMP),
+        delay,
+        if statuses.is_empty() {
+            "none".to_string()
+        } else {
+            describe(&statuses)
+        }
+    ));
+    Ok(crate::scenario::Hedging {
+        max_attempts: Bounded(attempts.min(MAX_ATTEMPTS_CLAMP)),
+        delay,
+        non_fatal_statuses: statuses
+            .into_iter()
+            .map(|s| Bounded(u64::from(s)))
+            .collect(),
+    })
 }
 
 /// The codes of `retryableStatusCodes`, by name or number, checked.

@@ -44,7 +44,7 @@ fn every_shipped_config_imports() {
             .unwrap_or_else(|error| panic!("{}: {error}\n{scenario}", path.display()));
         count += 1;
     }
-    assert!(count >= 3);
+    assert!(count >= 4);
 }
 
 /// The gRPC example (gRFC A6's retry policy and throttling): `maxAttempts = 4` counts the
@@ -117,7 +117,23 @@ fn an_envoy_retry_policy_maps_to_its_clients_behaviour() {
     );
 }
 
-/// The model of a scenario whose one policy imports `config`, with `base` written over it.
+/// A gRPC hedging policy: three attempts 50 ms apart, UNAVAILABLE non-fatal (429, 502-504 over
+/// HTTP), and no retries: hedges are never retried.
+#[test]
+fn a_grpc_hedging_policy_maps_to_hedging() {
+    let model = model_of("grpc-hedging.json");
+    let policy = &model.users.policy;
+    let hedging = policy.hedging.expect("hedging");
+    assert_eq!((hedging.max_attempts, hedging.delay), (3, 50_000));
+    assert_eq!(
+        hedging.non_fatal.iter().collect::<Vec<_>>(),
+        [429, 502, 503, 504]
+    );
+    assert_eq!(policy.max_attempts, 0);
+    assert_eq!(policy.retry_after, RetryAfterMode::Pushback);
+}
+
+/// The model of a scenario whose one policy imports `config`.
 fn model_of(config: &str) -> Model {
     let folder = std::env::temp_dir().join(format!("retrystorm-import-{config}"));
     std::fs::create_dir_all(&folder).unwrap();
@@ -197,7 +213,11 @@ fn unmodelled_settings_are_refused_by_name() {
         &grpc(&format!(
             r#"{retry}, "hedgingPolicy": {{"maxAttempts": 3}}"#
         )),
-        &["methodConfig[0].hedgingPolicy", "not simulated"],
+        &["methodConfig[0].hedgingPolicy", "not both"],
+    );
+    assert_contains(
+        &grpc(r#""hedgingPolicy": {"maxAttempts": 3, "hedgingDelay": "50ms"}"#),
+        &["hedgingPolicy.hedgingDelay", "decimal seconds"],
     );
     assert_contains(
         &grpc(&format!(r#"{retry}, "waitForReady": true"#)),
