@@ -404,3 +404,27 @@ controls = [{ kind = "aws-adaptive", scope = "global" }]
     };
     assert!(success(adaptive) > 0.7 && success(plain) < 0.2);
 }
+
+/// Envoy's retry budget (`circuit_breaker.proto`): retries outstanding at most
+/// `max(20% of active requests, 3)`. Against an upstream that never answers, every attempt is
+/// outstanding for its 1 s timeout, so with first attempts at 100 a second and retries at `r`,
+/// `r * 1 s <= 0.2 * (100 + r) * 1 s`: at most 25 retries a second, against the 300 the
+/// decision asks for. Bound [22, 26]: Envoy truncates the limit to an integer, and the
+/// arrivals are Poisson.
+#[test]
+fn envoys_budget_caps_retries_outstanding_at_its_share_of_requests() {
+    let text = always_failing(
+        100.0,
+        60,
+        r#"{ kind = "retry-budget", percent = 20, min_concurrency = 3, scope = "global" }"#,
+    )
+    .replace("outage = \"reject\"", "outage = \"blackhole\"")
+    .replace("count = 100\n", "count = 100\ndeadline = \"10s\"\n");
+    let result = run(&scenario(&text));
+    let policy = &result.policies[0];
+    let per_second = retries(policy, 20, 60) as f64 / 40.0;
+    assert!(
+        (22.0..=26.0).contains(&per_second),
+        "{per_second} retries a second"
+    );
+}
