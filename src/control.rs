@@ -285,6 +285,59 @@ pub struct ControlModel {
     pub scope: Scope,
 }
 
+impl fmt::Display for ControlModel {
+    /// One line for a reader: the control, its settings, its scope.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let seconds = |micros: Micros| micros as f64 / 1e6;
+        match &self.config {
+            ControlConfig::WindowedBudget(c) => write!(
+                f,
+                "retry budget {}% of calls + {}/s over {}s",
+                c.percent,
+                c.min_per_s,
+                seconds(c.ttl)
+            ),
+            ControlConfig::ConcurrencyBudget(c) => write!(
+                f,
+                "retry budget {}% of requests in flight, at least {}",
+                c.percent, c.min_concurrency
+            ),
+            ControlConfig::GrpcThrottling(c) => write!(
+                f,
+                "gRPC throttling {} tokens, {} back per success",
+                c.max_tokens,
+                f64::from(c.token_ratio_milli) / 1000.0
+            ),
+            ControlConfig::AwsRetryQuota(c) => write!(
+                f,
+                "AWS retry quota {} tokens, {} per retry, {} after a timeout",
+                c.capacity, c.retry_cost, c.timeout_cost
+            ),
+            ControlConfig::AwsAdaptive => f.write_str("AWS adaptive rate limiter"),
+            ControlConfig::SreThrottling(c) => write!(
+                f,
+                "adaptive throttling K = {} over {}s",
+                c.k,
+                seconds(c.window)
+            ),
+            ControlConfig::CircuitBreaker(c) => {
+                let window = match c.window {
+                    circuit_breaker::BreakerWindow::Calls(calls) => format!("{calls} calls"),
+                    circuit_breaker::BreakerWindow::Seconds(s) => format!("{s}s"),
+                };
+                write!(
+                    f,
+                    "circuit breaker at {}% failures of the last {window}, open {}s, {} trial calls",
+                    c.failure_rate,
+                    seconds(c.wait_open),
+                    c.half_open_calls
+                )
+            }
+        }?;
+        write!(f, " (per {})", self.scope.name())
+    }
+}
+
 /// One control and its states, one per scope slot, built when first used.
 struct Scoped {
     model: ControlModel,

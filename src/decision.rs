@@ -141,6 +141,27 @@ impl StatusSet {
     }
 }
 
+impl fmt::Display for StatusSet {
+    /// The statuses as short ranges: `429, 502-504`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let statuses: Vec<u16> = self.iter().collect();
+        let mut runs = Vec::new();
+        let mut index = 0;
+        while index < statuses.len() {
+            let start = statuses[index];
+            while index + 1 < statuses.len() && statuses[index + 1] == statuses[index] + 1 {
+                index += 1;
+            }
+            runs.push(match statuses[index] {
+                end if end == start => start.to_string(),
+                end => format!("{start}-{end}"),
+            });
+            index += 1;
+        }
+        f.write_str(&runs.join(", "))
+    }
+}
+
 impl FromIterator<u16> for StatusSet {
     fn from_iter<I: IntoIterator<Item = u16>>(statuses: I) -> Self {
         statuses.into_iter().fold(StatusSet::EMPTY, StatusSet::with)
@@ -789,6 +810,10 @@ mod tests {
         );
         assert_eq!(gateway.iter().collect::<Vec<_>>(), [500, 502, 503, 504]);
         assert_eq!(StatusSet::ARTICLE.iter().collect::<Vec<_>>(), [429, 503]);
+        let mut gateway_and_throttling = gateway.with(429);
+        assert_eq!(gateway_and_throttling.to_string(), "429, 500, 502-504");
+        gateway_and_throttling = (500..=599).collect();
+        assert_eq!(gateway_and_throttling.to_string(), "500-599");
     }
 
     /// gRPC server pushback (gRFC A6): a pushback of n ms means retry after exactly n ms, even

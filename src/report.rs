@@ -10,6 +10,7 @@ mod diagram;
 
 use std::fmt::Write as _;
 
+use crate::backoff::JitterStrategy;
 use crate::charts::{Chart, ChartError, Format, render};
 use crate::claims::{evaluate, number};
 use crate::metrics::METRICS;
@@ -153,6 +154,7 @@ dd {{ margin-left: 1.5em; }}
     } else if !overrides.is_empty() {
         let _ = writeln!(page, r#"<p class="meta">{}</p>"#, overrides.trim_start());
     }
+    policy_table(&mut page, run);
     page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
     for policy in &run.policies {
         let summary = &policy.summary;
@@ -299,6 +301,53 @@ fn capitalised(text: &str) -> String {
     chars.next().map_or_else(String::new, |first| {
         first.to_uppercase().chain(chars).collect()
     })
+}
+
+/// What each policy does: its retries (or hedging), backoff, Retry-After handling, the
+/// statuses it retries, its own timeouts, and its controls.
+fn policy_table(page: &mut String, run: &ScenarioRun) {
+    page.push_str("<h2>Policies</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
+    for policy in &run.policies {
+        let caller = &policy.model.users.policy;
+        let retries = match caller.hedging {
+            Some(hedging) => format!(
+                "hedging: {} attempts, {} apart",
+                hedging.max_attempts,
+                crate::time::Duration(hedging.delay)
+            ),
+            None => caller.max_attempts.to_string(),
+        };
+        let backoff = format!(
+            "{} ms to {} ms, x{}, {} jitter",
+            caller.base_ms,
+            caller.cap_ms,
+            caller.multiplier,
+            caller.jitter.name()
+        );
+        let deadline = match caller.deadline {
+            crate::model::Deadline::Budget(budget) => crate::time::Duration(budget).to_string(),
+            crate::model::Deadline::Propagate => "propagated".into(),
+            crate::model::Deadline::Unbounded => "none".into(),
+        };
+        let controls: Vec<String> = caller.controls.iter().map(|c| c.to_string()).collect();
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>timeouts, resets, {}</td><td>{}, {}</td><td>{}</td></tr>",
+            escape(&policy.name),
+            escape(&retries),
+            escape(&backoff),
+            caller.retry_after.name(),
+            caller.retryable,
+            crate::time::Duration(caller.attempt_timeout),
+            deadline,
+            escape(&if controls.is_empty() {
+                "none".to_string()
+            } else {
+                controls.join("; ")
+            }),
+        );
+    }
+    page.push_str("</table></div>\n");
 }
 
 fn lesson(page: &mut String, run: &ScenarioRun) {

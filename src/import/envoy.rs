@@ -21,10 +21,10 @@
 
 use serde_json::{Map, Value};
 
-use super::grpc::describe;
 use super::{ImportError, Imported, field_error, positive_seconds, refuse_unknown};
 use crate::backoff::Jitter;
 use crate::control::ControlKind;
+use crate::decision::StatusSet;
 use crate::retry_after::RetryAfterMode;
 use crate::scenario::ControlSpec;
 use crate::time::Duration;
@@ -191,7 +191,7 @@ fn read_retry_policy(
         if statuses.is_empty() {
             "(none)".to_string()
         } else {
-            describe(&statuses)
+            statuses.iter().copied().collect::<StatusSet>().to_string()
         }
     ));
     imported.retryable_statuses = Some(statuses);

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use super::{ImportError, Imported, field_error, positive_seconds, refuse_unknown};
 use crate::backoff::Jitter;
 use crate::control::ControlKind;
+use crate::decision::StatusSet;
 use crate::retry_after::RetryAfterMode;
 use crate::scenario::ControlSpec;
 use crate::values::{Bounded, Positive};
@@ -316,7 +317,7 @@ fn read_method_config(
     imported.notes.push(format!(
         "retryableStatusCodes {} are the HTTP statuses {}",
         codes.join(", "),
-        describe(&statuses)
+        statuses.iter().copied().collect::<StatusSet>()
     ));
     imported.retryable_statuses = Some(statuses);
     Ok(())
@@ -372,7 +373,7 @@ fn hedging_policy(
         if statuses.is_empty() {
             "none".to_string()
         } else {
-            describe(&statuses)
+            statuses.iter().copied().collect::<StatusSet>().to_string()
         }
     ));
     Ok(crate::scenario::Hedging {
@@ -446,25 +447,4 @@ fn throttling_control(value: &Value) -> Result<ControlSpec, ImportError> {
         token_ratio: Some(Positive(token_ratio)),
         ..ControlSpec::empty(ControlKind::GrpcThrottling)
     })
-}
-
-/// A list of statuses as short ranges: `429, 502-504`.
-pub(crate) fn describe(statuses: &[u16]) -> String {
-    let mut parts = Vec::new();
-    let mut index = 0;
-    while index < statuses.len() {
-        let start = statuses[index];
-        let mut end = start;
-        while index + 1 < statuses.len() && statuses[index + 1] == end + 1 {
-            index += 1;
-            end += 1;
-        }
-        parts.push(if start == end {
-            start.to_string()
-        } else {
-            format!("{start}-{end}")
-        });
-        index += 1;
-    }
-    parts.join(", ")
 }
