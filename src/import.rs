@@ -191,6 +191,14 @@ pub(crate) fn seconds(value: &Value, field: &str) -> Result<Duration, ImportErro
         .ok_or_else(|| field_error(field, format!("{text} is longer than 10^6 s")))
 }
 
+/// An integer from 0 to `max`.
+pub(crate) fn integer(value: &Value, field: &str, max: u64) -> Result<u64, ImportError> {
+    value
+        .as_u64()
+        .filter(|&n| n <= max)
+        .ok_or_else(|| field_error(field, format!("must be an integer from 0 to {max}")))
+}
+
 /// A positive duration.
 pub(crate) fn positive_seconds(value: &Value, field: &str) -> Result<Duration, ImportError> {
     let duration = seconds(value, field)?;

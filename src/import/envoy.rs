@@ -21,7 +21,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ImportError, Imported, field_error, positive_seconds, refuse_unknown};
+use super::{ImportError, Imported, field_error, integer, positive_seconds, refuse_unknown};
 use crate::backoff::Jitter;
 use crate::control::ControlKind;
 use crate::decision::StatusSet;
@@ -197,12 +197,7 @@ fn read_retry_policy(
     imported.retryable_statuses = Some(statuses);
     let retries = match policy.get("num_retries") {
         None => 1,
-        Some(value) => value.as_u64().filter(|&n| n <= 100).ok_or_else(|| {
-            field_error(
-                "retry_policy.num_retries",
-                "must be an integer from 0 to 100",
-            )
-        })?,
+        Some(value) => integer(value, "retry_policy.num_retries", 100)?,
     };
     imported.max_attempts = Some(retries);
     if let Some(timeout) = policy.get("per_try_timeout") {
@@ -367,12 +362,7 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
     let Some(budget) = thresholds.get("retry_budget") else {
         let max = match thresholds.get("max_retries") {
             None => DEFAULT_MAX_RETRIES,
-            Some(value) => value.as_u64().filter(|&n| n <= 1_000_000).ok_or_else(|| {
-                field_error(
-                    format!("{prefix}.max_retries"),
-                    "must be an integer from 0 to 1000000",
-                )
-            })?,
+            Some(value) => integer(value, &format!("{prefix}.max_retries"), 1_000_000)?,
         };
         imported.notes.push(format!(
             "max_retries {max}: at most {max} concurrent retries per cluster"
@@ -406,12 +396,11 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
     };
     let min = match budget.get("min_retry_concurrency") {
         None => 3,
-        Some(min) => min.as_u64().filter(|&n| n <= 1_000_000).ok_or_else(|| {
-            field_error(
-                format!("{prefix}.retry_budget.min_retry_concurrency"),
-                "must be an integer from 0 to 1000000",
-            )
-        })?,
+        Some(min) => integer(
+            min,
+            &format!("{prefix}.retry_budget.min_retry_concurrency"),
+            1_000_000,
+        )?,
     };
     imported.notes.push(format!(
         "retry_budget: retries outstanding at most max({percent}% of the requests in flight, {min}), per process (one Envoy)"

@@ -40,6 +40,34 @@ controls = [{controls}]
     )
 }
 
+/// One client calling one operation at a time (10 ms apart) an upstream that refuses every
+/// request with 503 while its `capacity` curve is at zero, with the `policy` lines.
+fn one_call_at_a_time(duration_s: u32, capacity: &str, policy: &str) -> String {
+    format!(
+        r#"
+name = "one-at-a-time"
+duration = "{duration_s}s"
+[clients]
+count = 1
+workload = "closed"
+think_time = "10ms"
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "1ms"
+outage = "reject"
+capacity = [{capacity}]
+[[policy]]
+name = "controlled"
+base = "1ms"
+cap = "1ms"
+jitter = "none"
+{policy}
+"#
+    )
+}
+
 fn retries(policy: &PolicyRun, from_s: usize, to_s: usize) -> u64 {
     policy.measurements.buckets[from_s..to_s]
         .iter()
@@ -88,33 +116,15 @@ fn a_retry_budget_caps_retries_at_its_ratio_plus_its_minimum() {
 /// with a full bucket again and allows exactly three retries again.
 #[test]
 fn grpc_throttling_stops_retries_below_half_its_tokens() {
-    let text = r#"
-name = "throttling"
-duration = "40s"
-[clients]
-count = 1
-workload = "closed"
-think_time = "10ms"
-[network]
-latency = "1ms"
-[upstream]
-workers = 10
-service_time = "1ms"
-outage = "reject"
-capacity = [
-  { at = "0s", factor = 0.0 }, { at = "10s", factor = 0.0 }, { at = "10s", factor = 1.0 },
+    let text = one_call_at_a_time(
+        40,
+        r#"{ at = "0s", factor = 0.0 }, { at = "10s", factor = 0.0 }, { at = "10s", factor = 1.0 },
   { at = "20s", factor = 1.0 }, { at = "20s", factor = 0.0 }, { at = "30s", factor = 0.0 },
-  { at = "30s", factor = 1.0 },
-]
-[[policy]]
-name = "throttled"
-base = "1ms"
-cap = "1ms"
-jitter = "none"
-max_attempts = 3
-controls = [{ kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1 }]
-"#;
-    let result = run(&scenario(text));
+  { at = "30s", factor = 1.0 }"#,
+        r#"max_attempts = 3
+controls = [{ kind = "grpc-throttling", max_tokens = 10, token_ratio = 0.1 }]"#,
+    );
+    let result = run(&scenario(&text));
     let policy = &result.policies[0];
     assert_eq!(retries(policy, 0, 10), 3);
     assert_eq!(retries(policy, 10, 20), 0);
@@ -206,32 +216,14 @@ controls = [{{ kind = "sre-throttling", k = {k}, scope = "global" }}]
 /// closes, and nothing is refused again.
 #[test]
 fn the_breaker_opens_probes_and_closes_at_the_configured_points() {
-    let text = r#"
-name = "breaker"
-duration = "30s"
-[clients]
-count = 1
-workload = "closed"
-think_time = "10ms"
-[network]
-latency = "1ms"
-[upstream]
-workers = 10
-service_time = "1ms"
-outage = "reject"
-capacity = [
-  { at = "10s", factor = 1.0 }, { at = "10s", factor = 0.0 },
-  { at = "20s", factor = 0.0 }, { at = "20s", factor = 1.0 },
-]
-[[policy]]
-name = "breaker"
-base = "1ms"
-cap = "1ms"
-jitter = "none"
-max_attempts = 1
-controls = [{ kind = "circuit-breaker", window_calls = 10, minimum_calls = 10, failure_rate = 50, wait_open = "3s", half_open_calls = 2 }]
-"#;
-    let (_, traces) = run_traced(&scenario(text));
+    let text = one_call_at_a_time(
+        30,
+        r#"{ at = "10s", factor = 1.0 }, { at = "10s", factor = 0.0 },
+  { at = "20s", factor = 0.0 }, { at = "20s", factor = 1.0 }"#,
+        r#"max_attempts = 1
+controls = [{ kind = "circuit-breaker", window_calls = 10, minimum_calls = 10, failure_rate = 50, wait_open = "3s", half_open_calls = 2 }]"#,
+    );
+    let (_, traces) = run_traced(&scenario(&text));
     let records: &[AttemptRecord] = &traces[0];
     let outage = 10 * MICROS_PER_SECOND..20 * MICROS_PER_SECOND;
     let refused = |record: &&AttemptRecord| record.outcome == AttemptOutcome::NotSent;
