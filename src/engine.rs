@@ -60,6 +60,7 @@ use crate::metrics::{Measurements, Recorder};
 use crate::model::{Arrivals, Model, ServiceId};
 use crate::outcome::{AttemptOutcome, NextStep};
 use crate::random::{Purpose, Stream};
+use crate::retry_after::RetryAfterMode;
 use crate::service::Service;
 use crate::slab::{Key, Slab};
 use crate::time::Micros;
@@ -226,12 +227,28 @@ struct Operation {
     in_service: u16,
     /// The caller is asking the status endpoint rather than repeating the request.
     checking: bool,
+}
+
+/// What a call needs only when controls, hedging or pushback are on: kept beside its
+/// operation, in `Engine::extras` at the operation's slot, so that operations stay within one
+/// cache line and a run without these features neither stores nor reads it.
+#[derive(Debug, Clone, Copy)]
+struct CallExtras {
     /// What the last retry of the request followed, for the controls' refunds.
     last_retry: LastRetry,
     /// The attempt the backoff counts from: 0, or the one after the last gRPC pushback.
     backoff_from: u16,
-    /// The call is hedged: its [`HedgeState`] is in `Engine::hedges` at this operation's slot.
+    /// The call is hedged: its [`HedgeState`] is in `Engine::hedges` at the same slot.
     hedged: bool,
+}
+
+impl CallExtras {
+    /// A call that has not been retried, hedged or pushed back.
+    const NONE: CallExtras = CallExtras {
+        last_retry: LastRetry::None,
+        backoff_from: 0,
+        hedged: false,
+    };
 }
 
 /// The hedges of a hedged call: the attempts in flight, and when the next one is due.
@@ -307,9 +324,6 @@ impl Operation {
             writes: 0,
             in_service: 0,
             checking: false,
-            last_retry: LastRetry::None,
-            backoff_from: 0,
-            hedged: false,
         }
     }
 
@@ -360,6 +374,12 @@ struct Engine<'a, O: Observer> {
     /// The [`HedgeState`] of each operation slot that holds a hedged call; empty without
     /// hedging.
     hedges: Vec<HedgeState>,
+    /// Some caller hedges: without one, the client side skips every hedging check.
+    hedging_anywhere: bool,
+    /// The [`CallExtras`] of each operation slot; empty unless `extras_on`.
+    extras: Vec<CallExtras>,
+    /// Some caller has controls, hedging or pushback, which keep [`CallExtras`].
+    extras_on: bool,
     next_operation_id: u64,
     /// User operations started and not ended.
     unfinished: u64,
@@ -426,6 +446,14 @@ impl<'a, O: Observer> Engine<'a, O> {
                     .filter_map(|service| service.downstream.as_ref())
                     .any(|policy| !policy.controls.is_empty()),
             hedges: Vec::new(),
+            hedging_anywhere: model.users.policy.hedging.is_some()
+                || model
+                    .services
+                    .iter()
+                    .filter_map(|service| service.downstream.as_ref())
+                    .any(|policy| policy.hedging.is_some()),
+            extras: Vec::new(),
+            extras_on: false,
             next_operation_id: 0,
             unfinished: 0,
             next_arrival_us: 0.0,
@@ -433,6 +461,16 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     fn run(mut self) -> Measurements {
+        self.extras_on = self.controls_anywhere
+            || self.hedging_anywhere
+            || std::iter::once(&self.model.users.policy)
+                .chain(
+                    self.model
+                        .services
+                        .iter()
+                        .filter_map(|service| service.downstream.as_ref()),
+                )
+                .any(|policy| policy.retry_after == RetryAfterMode::Pushback);
         self.start();
         while let Some((time, event)) = self.events.pop() {
             self.now = time;
@@ -529,6 +567,33 @@ impl<'a, O: Observer> Engine<'a, O> {
         let now = self.now;
         for service in &mut self.services {
             service.record_state(now);
+        }
+    }
+
+    /// The extras of the call at `key` (nothing stored when no feature needs them).
+    #[inline]
+    fn extras(&self, key: Key) -> CallExtras {
+        if self.extras_on {
+            self.extras[key.slot as usize]
+        } else {
+            CallExtras::NONE
+        }
+    }
+
+    /// The extras of the call at `key`, to change (only when `extras_on`).
+    fn extras_mut(&mut self, key: Key) -> &mut CallExtras {
+        let slot = key.slot as usize;
+        if slot >= self.extras.len() {
+            self.extras.resize(slot + 1, CallExtras::NONE);
+        }
+        &mut self.extras[slot]
+    }
+
+    /// A call was just created at `key`: it starts with no extras.
+    #[inline]
+    fn call_created(&mut self, key: Key) {
+        if self.extras_on {
+            *self.extras_mut(key) = CallExtras::NONE;
         }
     }
 

@@ -74,6 +74,7 @@ impl<O: Observer> Engine<'_, O> {
             self.now,
             deadline,
         ));
+        self.call_created(key);
         if !self.user_controls.is_empty() {
             self.user_controls.call_started(self.now, client);
         }
@@ -126,6 +127,7 @@ impl<O: Observer> Engine<'_, O> {
         let key = self.operations.insert(Operation::new(
             id, client, endpoint, true, self.now, deadline,
         ));
+        self.call_created(key);
         let slot = key.slot as usize;
         if slot >= self.downstream.len() {
             self.downstream.resize(slot + 1, DOWNSTREAM_PLACEHOLDER);
@@ -247,13 +249,14 @@ impl<O: Observer> Engine<'_, O> {
             None => (self.model.entry, true),
             Some(call) => (call.target, false),
         };
+        let hedged = self.hedging_anywhere && self.extras(key).hedged;
         let operation = self
             .operations
             .get_mut(key)
             .expect("a live operation sends");
         let index = operation.attempt;
         operation.live_attempts += 1;
-        let hedge = !status_check && operation.hedged;
+        let hedge = !status_check && hedged;
         if hedge {
             operation.attempt += 1;
         }
@@ -426,12 +429,7 @@ impl<O: Observer> Engine<'_, O> {
                 }
                 (false, _) => self.decide(operation, status, false, retry_after, false),
             }
-        } else if self
-            .operations
-            .get(operation)
-            .expect("live operation")
-            .hedged
-        {
+        } else if self.hedging_anywhere && self.extras(operation).hedged {
             self.hedges[operation.slot as usize].remove(key);
             let reads = |policy: &CallerPolicy| policy.retry_after.reads_header();
             let call =
@@ -543,7 +541,7 @@ impl<O: Observer> Engine<'_, O> {
                 .then_some(operation.previous_delay_ms),
             retry_after_random,
             multiplier: policy.multiplier,
-            backoff_from: f64::from(operation.backoff_from),
+            backoff_from: f64::from(self.extras(key).backoff_from),
             retryable: policy.retryable,
         };
         match plan_retry(&input, &policy.jitter, policy.retry_after) {
@@ -564,16 +562,20 @@ impl<O: Observer> Engine<'_, O> {
                 let operation = self.operations.get_mut(key).expect("live operation");
                 operation.attempt += 1;
                 operation.previous_delay_ms = delay_ms;
-                if policy.retry_after == RetryAfterMode::Pushback && retry_after.is_some() {
-                    // gRPC: the retries after a pushback back off from the base again.
-                    operation.backoff_from = operation.attempt;
-                }
-                if !checking {
-                    operation.last_retry = if timed_out {
-                        LastRetry::Timeout
-                    } else {
-                        LastRetry::Failure
-                    };
+                let attempt = operation.attempt;
+                if self.extras_on {
+                    let extras = self.extras_mut(key);
+                    if policy.retry_after == RetryAfterMode::Pushback && retry_after.is_some() {
+                        // gRPC: the retries after a pushback back off from the base again.
+                        extras.backoff_from = attempt;
+                    }
+                    if !checking {
+                        extras.last_retry = if timed_out {
+                            LastRetry::Timeout
+                        } else {
+                            LastRetry::Failure
+                        };
+                    }
                 }
                 self.events.push(self.now + delay, Event::Send(key));
                 (Some(delay), NextStep::Retry)
@@ -614,7 +616,8 @@ impl<O: Observer> Engine<'_, O> {
     fn finish(&mut self, key: Key, succeeded: bool) {
         let operation = self.operations.get_mut(key).expect("live operation");
         operation.finished = true;
-        let (client, last_retry) = (operation.client, operation.last_retry);
+        let client = operation.client;
+        let last_retry = self.extras(key).last_retry;
         let call = self.downstream_call(key, self.operations.get(key).expect("live operation"));
         let now = self.now;
         let anywhere = self.controls_anywhere;
@@ -641,7 +644,7 @@ impl<O: Observer> Engine<'_, O> {
             }
             Some(call) => self.call_returned(call, succeeded),
         }
-        let hedged = self.operations.get(key).expect("live operation").hedged;
+        let hedged = self.hedging_anywhere && self.extras(key).hedged;
         self.release_operation(key);
         if hedged {
             self.cancel_hedges(key);

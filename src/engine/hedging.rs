@@ -27,10 +27,7 @@ impl<O: Observer> Engine<'_, O> {
             self.hedges.resize(slot + 1, HedgeState::EMPTY);
         }
         self.hedges[slot] = HedgeState::EMPTY;
-        self.operations
-            .get_mut(key)
-            .expect("a starting call is live")
-            .hedged = true;
+        self.extras_mut(key).hedged = true;
     }
 
     /// After the first attempt went out: schedules the second.
