@@ -345,13 +345,83 @@ pub struct BatchSummary {
     pub errors: usize,
 }
 
+/// The longest line `--batch` reads as a case: a case is a few hundred bytes.
+pub const MAX_LINE_BYTES: usize = 64 * 1024;
+/// The longest line `--batch` skips over before it gives up on the input (it is not JSON lines).
+pub const MAX_SKIPPED_BYTES: usize = 16 * 1024 * 1024;
+
+/// One line of input, as far as it could be read.
+enum Line {
+    Text(String),
+    TooLong,
+    NotUtf8(usize),
+}
+
+/// Reads the next line (without its `\n` or `\r\n`), keeping at most [`MAX_LINE_BYTES`] of it;
+/// `None` at the end of the input. A line longer than [`MAX_SKIPPED_BYTES`] is an error: the
+/// input is not JSON lines (`/dev/zero` never ends its first).
+fn next_line(input: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<Option<Line>> {
+    buffer.clear();
+    let (mut read, mut seen_any) = (0usize, false);
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            break;
+        }
+        seen_any = true;
+        let (chunk, used, ended) = match available.iter().position(|byte| *byte == b'\n') {
+            Some(end) => (&available[..end], end + 1, true),
+            None => (available, available.len(), false),
+        };
+        read += chunk.len();
+        if buffer.len() + chunk.len() <= MAX_LINE_BYTES {
+            buffer.extend_from_slice(chunk);
+        }
+        input.consume(used);
+        if ended {
+            break;
+        }
+        if read > MAX_SKIPPED_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "a line longer than {MAX_SKIPPED_BYTES} bytes: the input is not JSON lines"
+                ),
+            ));
+        }
+    }
+    if !seen_any {
+        return Ok(None);
+    }
+    if read > MAX_LINE_BYTES {
+        return Ok(Some(Line::TooLong));
+    }
+    if buffer.last() == Some(&b'\r') {
+        buffer.pop();
+    }
+    Ok(Some(match std::str::from_utf8(buffer) {
+        Ok(text) => Line::Text(text.to_string()),
+        Err(error) => Line::NotUtf8(error.valid_up_to()),
+    }))
+}
+
 /// Answers every line of `input` with one line of `output`: the decision, or
-/// `{"line":N,"error":"..."}` for a line that is not a valid case (N counts from 1).
-pub fn run_batch(input: impl BufRead, mut output: impl Write) -> io::Result<BatchSummary> {
+/// `{"line":N,"error":"..."}` for a line that is not a valid case (N counts from 1): not JSON,
+/// not UTF-8, or longer than [`MAX_LINE_BYTES`].
+pub fn run_batch(mut input: impl BufRead, mut output: impl Write) -> io::Result<BatchSummary> {
     let mut summary = BatchSummary::default();
-    for (index, line) in input.lines().enumerate() {
-        let line = line?;
-        match parse_case(&line) {
+    let mut buffer = Vec::new();
+    let mut index = 0;
+    while let Some(line) = next_line(&mut input, &mut buffer)? {
+        index += 1;
+        let parsed = match line {
+            Line::Text(text) => parse_case(&text).map_err(|error| error.to_string()),
+            Line::TooLong => Err(format!(
+                "the line is longer than {MAX_LINE_BYTES} bytes; a case is one JSON object"
+            )),
+            Line::NotUtf8(at) => Err(format!("not UTF-8 text (bad byte at {at})")),
+        };
+        match parsed {
             Ok(case) => {
                 summary.decided += 1;
                 writeln!(output, "{}", case.decide().to_json())?;
@@ -360,9 +430,8 @@ pub fn run_batch(input: impl BufRead, mut output: impl Write) -> io::Result<Batc
                 summary.errors += 1;
                 writeln!(
                     output,
-                    r#"{{"line":{},"error":{}}}"#,
-                    index + 1,
-                    json_string(&error.to_string())
+                    r#"{{"line":{index},"error":{}}}"#,
+                    json_string(&error)
                 )?;
             }
         }
@@ -574,5 +643,39 @@ mod tests {
                 r#"{"retry":false,"reason":"unknown-result"}"#,
             ]
         );
+    }
+
+    /// Every line is answered, in order, even after a line that is not UTF-8 or is too long
+    /// (each gets its numbered error); a line that never ends is refused once it passes
+    /// [`MAX_SKIPPED_BYTES`] instead of being read without limit.
+    #[test]
+    fn bad_bytes_and_long_lines_get_their_own_errors() {
+        let case = br#"{"method":"GET","attempt":0,"now_ms":0,"deadline_ms":1000,"status":503}"#;
+        let mut input = Vec::new();
+        input.extend_from_slice(case);
+        input.extend_from_slice(b"\n\xff\xfe{}\r\n");
+        input.extend(std::iter::repeat_n(b'x', MAX_LINE_BYTES + 1));
+        input.push(b'\n');
+        input.extend_from_slice(case);
+        input.extend_from_slice(b"\r\n");
+        let mut output = Vec::new();
+        let summary = run_batch(&input[..], &mut output).unwrap();
+        assert_eq!(
+            summary,
+            BatchSummary {
+                decided: 2,
+                errors: 2
+            }
+        );
+        let lines: Vec<&str> = std::str::from_utf8(&output).unwrap().lines().collect();
+        assert_eq!(lines[0], lines[3]);
+        assert_eq!(
+            lines[1],
+            r#"{"line":2,"error":"not UTF-8 text (bad byte at 0)"}"#
+        );
+        assert!(lines[2].starts_with(r#"{"line":3,"error":"the line is longer than 65536"#));
+        let endless = std::iter::repeat_n(0u8, MAX_SKIPPED_BYTES + 2).collect::<Vec<_>>();
+        let error = run_batch(&endless[..], &mut Vec::new()).unwrap_err();
+        assert!(error.to_string().contains("not JSON lines"), "{error}");
     }
 }

@@ -86,7 +86,8 @@ fn integer_range(text: &str) -> Option<Result<Vec<String>, String>> {
             "{text:?} is not an integer range; write for example 2..6 (2 to 6 inclusive)"
         )));
     };
-    if low > high || high - low >= 10_000 {
+    // In i128, so that the extremes of i64 cannot overflow the length.
+    if low > high || i128::from(high) - i128::from(low) >= 10_000 {
         return Some(Err(format!(
             "{text:?} is empty or longer than 10,000 values; write LOW..HIGH with LOW <= HIGH"
         )));
@@ -103,9 +104,24 @@ pub struct Shard {
     pub count: usize,
 }
 
+/// The most shards a sweep may be split into: more than any job array needs, few enough that
+/// merging checks every one of them in no time.
+pub const MAX_SHARDS: usize = 10_000;
+
 impl Shard {
     /// The whole sweep in one piece.
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Shard `index` of `count`, checked: `1 <= count <= MAX_SHARDS` and `index < count`.
+    pub fn new(index: usize, count: usize) -> Result<Shard, String> {
+        if (1..=MAX_SHARDS).contains(&count) && index < count {
+            Ok(Shard { index, count })
+        } else {
+            Err(format!(
+                "shard {index}/{count}: expected K/N with 1 <= N <= {MAX_SHARDS} and 0 <= K < N (shards count from 0, like a Kubernetes completion index)"
+            ))
+        }
+    }
 
     /// Whether point `point` belongs to this shard (round robin, so that shards get a fair mix
     /// of cheap and expensive points).
@@ -125,9 +141,11 @@ impl FromStr for Shard {
             ))
         });
         match parsed {
-            Some((index, count)) if count >= 1 && index < count => Ok(Shard { index, count }),
-            _ => Err(format!(
-                "--shard {text:?}: expected K/N with N >= 1 and 0 <= K < N (shards count from 0, like a Kubernetes completion index)"
+            Some((index, count)) => {
+                Shard::new(index, count).map_err(|message| format!("--shard {text:?}: {message}"))
+            }
+            None => Err(format!(
+                "--shard {text:?}: expected K/N, two integers (shards count from 0, like a Kubernetes completion index)"
             )),
         }
     }
@@ -471,6 +489,12 @@ mod tests {
     fn axes_take_lists_and_inclusive_ranges() {
         let list: Axis = "policy.base=50ms, 100ms,200ms".parse().unwrap();
         assert_eq!(list.values, ["50ms", "100ms", "200ms"]);
+        let huge = "policy.max_attempts=-9000000000000000000..9000000000000000000";
+        assert!(
+            huge.parse::<Axis>()
+                .unwrap_err()
+                .contains("longer than 10,000")
+        );
         let range: Axis = "policy.max_attempts=2..6".parse().unwrap();
         assert_eq!(range.values, ["2", "3", "4", "5", "6"]);
         let inclusive: Axis = "policy.max_attempts=2..=3".parse().unwrap();

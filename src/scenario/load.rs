@@ -65,6 +65,21 @@ impl fmt::Display for Override {
     }
 }
 
+/// The most parts a `--set` key may have: the deepest real key
+/// (`policy.0.controls.retry-budget.percent`) has five.
+pub const MAX_KEY_DEPTH: usize = 16;
+/// The longest `--set` key, in bytes.
+pub const MAX_KEY_BYTES: usize = 1024;
+
+/// The first 60 characters of `text`, marked when cut.
+fn truncated(text: &str) -> String {
+    let mut shown: String = text.chars().take(60).collect();
+    if shown.len() < text.len() {
+        shown.push_str("...");
+    }
+    shown
+}
+
 /// Where a scenario error is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -102,14 +117,50 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// The largest scenario file read: a scenario is a few kilobytes, and `/dev/zero` never ends.
+pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
+
 /// Reads, overrides and validates the scenario file at `path`.
 pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
     let label = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|error| ScenarioError {
+    let whole_file = |message: String| ScenarioError {
         location: Location::WholeFile {
             path: label.clone(),
         },
-        message: format!("cannot read the scenario: {error}"),
+        message,
+    };
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|file| {
+            use std::io::Read;
+            file.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes)
+        })
+        .map_err(|error| whole_file(format!("cannot read the scenario: {error}")))?;
+    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
+        return Err(whole_file(format!(
+            "larger than {} MiB; a scenario is a TOML file of a few kilobytes",
+            MAX_SCENARIO_BYTES / (1024 * 1024)
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|error| {
+        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
+        let line_start = valid
+            .iter()
+            .rposition(|byte| *byte == b'\n')
+            .map_or(0, |i| i + 1);
+        let column = String::from_utf8_lossy(&valid[line_start..])
+            .chars()
+            .count()
+            + 1;
+        ScenarioError {
+            location: Location::File {
+                path: label.clone(),
+                line,
+                column,
+            },
+            message: "not UTF-8 text: a scenario is a TOML file".into(),
+        }
     })?;
     load_str(&text, &label, overrides)
 }
@@ -220,6 +271,19 @@ impl<'a> Source<'a> {
         })?;
         for item in overrides {
             let path: Vec<&str> = item.key.split('.').map(str::trim).collect();
+            if path.len() > MAX_KEY_DEPTH || item.key.len() > MAX_KEY_BYTES {
+                return Err(ScenarioError {
+                    location: Location::Override {
+                        path: label.to_string(),
+                        text: format!("{} {}", item.flag, truncated(&item.key)),
+                    },
+                    message: format!(
+                        "the key is {} parts and {} bytes long; a scenario's keys are at most {MAX_KEY_DEPTH} parts and {MAX_KEY_BYTES} bytes",
+                        path.len(),
+                        item.key.len()
+                    ),
+                });
+            }
             let value = item
                 .value
                 .parse::<Value>()

@@ -23,6 +23,9 @@ pub const MAX_OPERATIONS: usize = 1000;
 /// At most this many operations per second offered by an open workload.
 pub const MAX_OPEN_RATE: f64 = 1e8;
 
+/// The longest policy name, in characters: it heads table columns, chart legends and CSV rows.
+pub const MAX_POLICY_NAME: usize = 100;
+
 type Problem = (Range<usize>, String);
 
 /// The span of `value` if it was written in the file, else `fallback` (defaults have no span).
@@ -246,6 +249,18 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
             return Err((
                 policy.name.span(),
                 format!("policy name {name:?} is empty or used twice; names must be unique"),
+            ));
+        }
+        if name.chars().count() > MAX_POLICY_NAME || name.chars().any(char::is_control) {
+            let mut shown: String = name.chars().take(40).collect();
+            if shown.len() < name.len() {
+                shown.push_str("...");
+            }
+            return Err((
+                policy.name.span(),
+                format!(
+                    "policy name {shown:?} is not a name a table, a chart legend and a CSV can show: use 1 to {MAX_POLICY_NAME} characters, without control characters"
+                ),
             ));
         }
         let cap = *policy.cap.get_ref();

@@ -479,6 +479,8 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
         };
         let manifest_bytes = read("sweep.json")?;
         let shard: Shard = serde_json::from_slice(&read("shard.json")?)
+            .map_err(|error| error.to_string())
+            .and_then(|shard: Shard| Shard::new(shard.index, shard.count))
             .map_err(|error| format!("{}: {error}", folder.join("shard.json").display()))?;
         if manifest.is_none() {
             #[derive(serde::Deserialize)]
@@ -489,6 +491,14 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
             }
             let parsed: Manifest = serde_json::from_slice(&manifest_bytes)
                 .map_err(|error| format!("{}: {error}", folder.join("sweep.json").display()))?;
+            if parsed.seed_values.len() != parsed.spec.seeds as usize {
+                return Err(format!(
+                    "{}: `seeds` is {} but `seed_values` lists {}; the file was edited or is damaged",
+                    folder.join("sweep.json").display(),
+                    parsed.spec.seeds,
+                    parsed.seed_values.len()
+                ));
+            }
             manifest = Some((manifest_bytes.clone(), parsed.spec, parsed.seed_values));
         }
         let (first_bytes, spec, seeds) = manifest.as_ref().expect("set above");

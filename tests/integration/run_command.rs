@@ -354,3 +354,89 @@ fn a_closed_stdout_is_not_a_panic() {
     }
     assert!(out.join("contention/summary.json").exists());
 }
+
+/// A full disk on standard output (`/dev/full`) is an error that says so and exits 1, never a
+/// panic, for every command that prints: run, check, sweep, merge, decide and import.
+#[test]
+fn a_full_stdout_is_an_error_not_a_panic() {
+    let out = fresh_folder("run-full-stdout");
+    let shards = out.join("shards");
+    for shard in ["0/2", "1/2"] {
+        let output = retrystorm(&[
+            "sweep",
+            "scenarios/contention.toml",
+            "--policy",
+            "full jitter",
+            "--grid",
+            "policy.base=5ms,10ms",
+            "--seeds",
+            "1",
+            "--no-charts",
+            "--shard",
+            shard,
+            "--out",
+            shards.to_str().unwrap(),
+        ]);
+        assert!(output.status.success());
+    }
+    let part = |k: &str| {
+        shards
+            .join(format!("contention-sweep/shard-{k}-of-2"))
+            .to_str()
+            .unwrap()
+            .to_string()
+    };
+    let (first, second) = (part("0"), part("1"));
+    let out_str = out.to_str().unwrap();
+    let commands: Vec<Vec<&str>> = vec![
+        vec![
+            "run",
+            "scenarios/contention.toml",
+            "--no-charts",
+            "--out",
+            out_str,
+        ],
+        vec!["check", "scenarios/contention.toml"],
+        vec![
+            "sweep",
+            "scenarios/contention.toml",
+            "--policy",
+            "full jitter",
+            "--grid",
+            "policy.base=5ms,10ms",
+            "--seeds",
+            "1",
+            "--no-charts",
+            "--out",
+            out_str,
+        ],
+        vec!["merge", &first, &second, "--out", out_str],
+        vec![
+            "decide",
+            "--method",
+            "GET",
+            "--attempt",
+            "0",
+            "--now-ms",
+            "0",
+            "--deadline-ms",
+            "9",
+        ],
+        vec!["import", "scenarios/configs/grpc-service-config.json"],
+    ];
+    for args in commands {
+        let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .stdout(std::fs::File::create("/dev/full").expect("/dev/full opens"))
+            .output()
+            .expect("retrystorm runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("No space left on device"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+    }
+}

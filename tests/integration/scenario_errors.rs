@@ -364,3 +364,37 @@ fn overrides_reach_controls_by_index_or_kind() {
         ],
     );
 }
+
+/// Inputs that used to panic or read without limit are refused with a location: a 65,536-
+/// character policy name (a table column cannot be that wide), a control character in one, a
+/// 9,000-level `--set` key (it overflowed the stack), a file that is not UTF-8, and a file that
+/// never ends (`/dev/zero`).
+#[test]
+fn names_keys_and_files_have_limits() {
+    let long = format!("name = \"{}\"", "a".repeat(65_536));
+    assert_contains(
+        &error_with("name = \"a\"", &long),
+        &["bad.toml:13:8:", "1 to 100 characters"],
+    );
+    assert_contains(
+        &error_with("name = \"a\"", "name = \"a\\u0007b\""),
+        &["bad.toml:13:8:", "without control characters"],
+    );
+    let deep = vec!["a"; 9_000].join(".");
+    let message = load_str(VALID, "ok.toml", &[Override::set(&deep, "1")])
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, &["ok.toml: --set a.a.a", "at most 16 parts"]);
+    let folder = std::env::temp_dir().join("retrystorm-limits");
+    std::fs::create_dir_all(&folder).unwrap();
+    let binary = folder.join("binary.toml");
+    std::fs::write(&binary, b"name = \"x\"\nduration = \"1s\xff\"\n").unwrap();
+    let message = retrystorm::scenario::load(&binary, &[])
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, &["binary.toml:2:15:", "not UTF-8"]);
+    let message = retrystorm::scenario::load(std::path::Path::new("/dev/zero"), &[])
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, &["/dev/zero: larger than 4 MiB"]);
+}

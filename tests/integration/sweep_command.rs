@@ -223,12 +223,71 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
         "1",
     );
     assert!(String::from_utf8_lossy(&twice.stderr).contains("given twice"));
+
+    // Edited files are refused with what is wrong, not a panic: a shard count of zero, and a
+    // manifest whose seed count disagrees with its seeds.
+    let edited = fresh("sweep-edited");
+    for shard in ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"] {
+        let target = edited.join(shard);
+        std::fs::create_dir_all(&target).unwrap();
+        for file in ["results.csv", "sweep.json", "shard.json"] {
+            std::fs::copy(parts.join(shard).join(file), target.join(file)).unwrap();
+        }
+    }
+    let merge_edited = || {
+        let folders: Vec<String> = ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"]
+            .iter()
+            .map(|shard| edited.join(shard).to_str().unwrap().to_string())
+            .collect();
+        let mut args = vec!["merge"];
+        args.extend(folders.iter().map(String::as_str));
+        args.extend(["--out", merged.to_str().unwrap()]);
+        let output = retrystorm(&args, "1");
+        assert_eq!(output.status.code(), Some(1));
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let shard_json = edited.join("shard-0-of-3").join("shard.json");
+    let original = std::fs::read_to_string(&shard_json).unwrap();
+    std::fs::write(
+        &shard_json,
+        original.replace("\"count\": 3", "\"count\": 0"),
+    )
+    .unwrap();
+    let message = merge_edited();
+    assert!(
+        message.contains("shard.json") && message.contains("1 <= N"),
+        "{message}"
+    );
+    std::fs::write(&shard_json, original).unwrap();
+    for shard in ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"] {
+        let manifest = edited.join(shard).join("sweep.json");
+        let text = std::fs::read_to_string(&manifest).unwrap();
+        std::fs::write(&manifest, text.replacen("\"seeds\": 2", "\"seeds\": 5", 1)).unwrap();
+    }
+    let message = merge_edited();
+    assert!(message.contains("seed_values"), "{message}");
 }
 
 #[test]
 fn bad_grids_fail_before_anything_runs() {
     let out = fresh("sweep-bad");
-    let cases: [(&[&str], &str); 7] = [
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &[
+                "--grid",
+                "policy.max_attempts=-9000000000000000000..9000000000000000000",
+            ],
+            "longer than 10,000 values",
+        ),
+        (
+            &[
+                "--grid",
+                "policy.base=50ms",
+                "--shard",
+                "0/18446744073709551615",
+            ],
+            "1 <= N <= 10000",
+        ),
         (&["--grid", "policy.bse=50ms,100ms"], "did you mean `base`?"),
         (
             &["--grid", "policy.base=50ms,fast"],
