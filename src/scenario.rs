@@ -594,6 +594,9 @@ impl Overrides {
     }
 }
 
+/// The name of the policy a scenario without `[[policy]]` runs: the article's settings.
+pub const DEFAULT_POLICY_NAME: &str = "article";
+
 /// Default values, one function each because serde wants functions.
 mod defaults {
     use super::*;
@@ -678,7 +681,7 @@ mod defaults {
     }
     pub fn policies() -> Vec<Policy> {
         vec![Policy {
-            name: Spanned::new(0..0, "article".to_string()),
+            name: Spanned::new(0..0, DEFAULT_POLICY_NAME.to_string()),
             base: base(),
             cap: cap(),
             max_attempts: max_attempts(),

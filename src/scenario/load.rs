@@ -16,7 +16,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 use super::topology::resolve_defaults;
 use super::validate::validate;
-use super::{Overrides, Scenario};
+use super::{DEFAULT_POLICY_NAME, Overrides, Scenario};
 use crate::suggest::did_you_mean;
 
 /// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
@@ -269,6 +269,18 @@ impl<'a> Source<'a> {
         let mut document: DocumentMut = text.parse().map_err(|error: toml_edit::TomlError| {
             file_only.error_at(error.span().unwrap_or(0..0), error.message())
         })?;
+        // A scenario without [[policy]] runs the default policy; `--set policy.*` changes it.
+        if document.get("policy").is_none()
+            && overrides
+                .iter()
+                .any(|item| item.key.split('.').next().map(str::trim) == Some("policy"))
+        {
+            let mut default = Table::new();
+            default.insert("name", toml_edit::value(DEFAULT_POLICY_NAME));
+            let mut policies = toml_edit::ArrayOfTables::new();
+            policies.push(default);
+            document.insert("policy", Item::ArrayOfTables(policies));
+        }
         for item in overrides {
             let path: Vec<&str> = item.key.split('.').map(str::trim).collect();
             if path.len() > MAX_KEY_DEPTH || item.key.len() > MAX_KEY_BYTES {
@@ -461,7 +473,7 @@ fn set_in_table(
     if table.get(key).is_none() {
         if let Some(index) = rest.first().filter(|next| next.parse::<usize>().is_ok()) {
             return Err(format!(
-                "a table this key reaches has no `{key}`, so `{key}.{index}` selects nothing; select one that has it by index or name (policy.1.{key}.{index}...)"
+                "a table this key reaches has no `{key}`, so `{key}.{index}` selects nothing; select a table that has it, by index or by name (as in policy.1.controls.0.percent)"
             ));
         }
         let child = if inline {
@@ -484,6 +496,9 @@ fn split_index<'p, 'k>(
     let len = names.len();
     match path.split_first() {
         Some((first, rest)) => match first.parse::<usize>() {
+            Ok(_) if rest.is_empty() => Err(
+                "the key names a whole table, not a value; add a key inside it (for a policy: policy.0.base=250ms)".into(),
+            ),
             Ok(index) if index < len => Ok((Some(index), rest)),
             Ok(index) => Err(format!(
                 "index {index} is out of range: the array has {len} entries (0 to {})",
@@ -513,8 +528,44 @@ fn name_of(table: &dyn TableLike) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Maps each line of `new` to the line of `original` it is (a longest common subsequence).
+/// The most cells of the table [`align`] builds for the lines between the common prefix and
+/// suffix (16 MiB of `u32`); beyond it, lines are matched greedily instead.
+const MAX_ALIGN_CELLS: usize = 4 * 1024 * 1024;
+
+/// Maps each line of `new` to the line of `original` it is. Overrides change a few lines and
+/// keep the rest in order, so the common prefix and suffix are matched directly and only the
+/// lines between them are aligned: as a longest common subsequence when that is small enough,
+/// else greedily (each new line to the next equal original line), so that a long file costs
+/// linear memory.
 fn align(original: &[&str], new: &[&str]) -> Vec<Option<usize>> {
+    let prefix = original.iter().zip(new).take_while(|(a, b)| a == b).count();
+    let suffix = original[prefix..]
+        .iter()
+        .rev()
+        .zip(new[prefix..].iter().rev())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let (middle_original, middle_new) = (
+        &original[prefix..original.len() - suffix],
+        &new[prefix..new.len() - suffix],
+    );
+    let mut origin: Vec<Option<usize>> = (0..prefix).map(Some).collect();
+    let middle = if (middle_original.len() + 1) * (middle_new.len() + 1) <= MAX_ALIGN_CELLS {
+        longest_common(middle_original, middle_new)
+    } else {
+        greedy(middle_original, middle_new)
+    };
+    origin.extend(
+        middle
+            .into_iter()
+            .map(|line| line.map(|line| line + prefix)),
+    );
+    origin.extend((original.len() - suffix..original.len()).map(Some));
+    origin
+}
+
+/// [`align`] by a longest common subsequence.
+fn longest_common(original: &[&str], new: &[&str]) -> Vec<Option<usize>> {
     let (n, m) = (original.len(), new.len());
     // common[i][j]: LCS length of original[i..] and new[j..].
     let mut common = vec![vec![0u32; m + 1]; n + 1];
@@ -541,6 +592,20 @@ fn align(original: &[&str], new: &[&str]) -> Vec<Option<usize>> {
         }
     }
     origin
+}
+
+/// [`align`] greedily: each new line to the next equal original line, if any.
+fn greedy(original: &[&str], new: &[&str]) -> Vec<Option<usize>> {
+    let mut next = 0;
+    new.iter()
+        .map(|line| {
+            let found = original[next..]
+                .iter()
+                .position(|candidate| candidate == line)?;
+            next += found + 1;
+            Some(next - 1)
+        })
+        .collect()
 }
 
 /// Adds "did you mean" to serde's unknown-field and unknown-variant messages, which list the
@@ -574,6 +639,25 @@ mod tests {
         assert_eq!(
             align(&original, &new),
             [Some(0), Some(1), None, Some(2), None]
+        );
+    }
+
+    /// A long file with one changed line aligns through its prefix and suffix, and a middle
+    /// too large for the table is matched greedily, in linear memory.
+    #[test]
+    fn long_files_align_in_linear_memory() {
+        let original: Vec<String> = (0..50_000).map(|i| format!("line {}", i % 7)).collect();
+        let mut new = original.clone();
+        new[25_000] = "x = 1".into();
+        let original: Vec<&str> = original.iter().map(String::as_str).collect();
+        let new: Vec<&str> = new.iter().map(String::as_str).collect();
+        let origin = align(&original, &new);
+        assert_eq!(origin[24_999], Some(24_999));
+        assert_eq!(origin[25_000], None);
+        assert_eq!(origin[25_001], Some(25_001));
+        assert_eq!(
+            greedy(&["a", "b", "c"], &["a", "x", "c"]),
+            [Some(0), None, Some(2)]
         );
     }
 

@@ -398,3 +398,21 @@ fn names_keys_and_files_have_limits() {
         .to_string();
     assert_contains(&message, &["/dev/zero: larger than 4 MiB"]);
 }
+
+/// `--set policy.*` on a scenario without `[[policy]]` changes the default policy, as the README
+/// says; `--set policy.0=5` says that it names a whole table.
+#[test]
+fn overrides_reach_the_default_policy_and_name_whole_tables() {
+    let without = VALID.replace("[[policy]]\nname = \"a\"\n", "");
+    let scenario = load_str(&without, "d.toml", &[Override::set("policy.base", "250ms")]).unwrap();
+    assert_eq!(scenario.policy.len(), 1);
+    assert_eq!(scenario.policy[0].name.get_ref(), "article");
+    assert_eq!(scenario.policy[0].base.micros(), 250_000);
+    let message = load_str(VALID, "v.toml", &[Override::set("policy.0", "5")])
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &["--set policy.0=5", "names a whole table", "policy.0.base"],
+    );
+}
