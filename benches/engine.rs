@@ -3,7 +3,9 @@
 //! `scenarios/bench/large.toml` (a million open-loop clients, 200,000 operations/s, a 10 s crash)
 //! is run for 25 s of simulated time instead of 60, one policy at a time on one thread, so that
 //! criterion can repeat it. Throughput is reported in events per second. The full run, with peak
-//! memory, is `retrystorm run scenarios/bench/large.toml --stats`.
+//! memory, is `retrystorm run scenarios/bench/large.toml --stats`. A second benchmark starts a
+//! million closed-loop clients together at time zero (`scenarios/bench/together.toml`), which
+//! the event queue once handled in quadratic time.
 
 use std::path::Path;
 
@@ -29,5 +31,19 @@ fn large_scenario(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, large_scenario);
+fn together_scenario(c: &mut Criterion) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bench/together.toml");
+    let scenario = load(&path, &[]).expect("the bundled benchmark scenario is valid");
+    let model = Model::new(&scenario, &scenario.policy[0]);
+    let events = simulate(&model, &mut Quiet).events;
+    let mut group = c.benchmark_group("together");
+    group.sample_size(10);
+    group.throughput(Throughput::Elements(events));
+    group.bench_function("1M clients at t = 0", |bench| {
+        bench.iter(|| simulate(&model, &mut Quiet))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, large_scenario, together_scenario);
 criterion_main!(benches);
