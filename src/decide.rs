@@ -624,16 +624,7 @@ mod tests {
             r#"{"method":"POST","status":503,"attempt":2,"now_ms":1000,"deadline_ms":3000}"#,
             "\n",
         );
-        let mut output = Vec::new();
-        let summary = run_batch(input.as_bytes(), &mut output).unwrap();
-        assert_eq!(
-            summary,
-            BatchSummary {
-                decided: 2,
-                errors: 2
-            }
-        );
-        let lines: Vec<&str> = std::str::from_utf8(&output).unwrap().lines().collect();
+        let lines = batch_of_two_and_two(input.as_bytes());
         assert_eq!(
             lines,
             [
@@ -643,6 +634,24 @@ mod tests {
                 r#"{"retry":false,"reason":"unknown-result"}"#,
             ]
         );
+    }
+
+    /// The output lines of a batch that decides two lines and flags two.
+    fn batch_of_two_and_two(input: &[u8]) -> Vec<String> {
+        let mut output = Vec::new();
+        let summary = run_batch(input, &mut output).unwrap();
+        assert_eq!(
+            summary,
+            BatchSummary {
+                decided: 2,
+                errors: 2
+            }
+        );
+        String::from_utf8(output)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     /// Every line is answered, in order, even after a line that is not UTF-8 or is too long
@@ -658,16 +667,7 @@ mod tests {
         input.push(b'\n');
         input.extend_from_slice(case);
         input.extend_from_slice(b"\r\n");
-        let mut output = Vec::new();
-        let summary = run_batch(&input[..], &mut output).unwrap();
-        assert_eq!(
-            summary,
-            BatchSummary {
-                decided: 2,
-                errors: 2
-            }
-        );
-        let lines: Vec<&str> = std::str::from_utf8(&output).unwrap().lines().collect();
+        let lines = batch_of_two_and_two(&input);
         assert_eq!(lines[0], lines[3]);
         assert_eq!(
             lines[1],

@@ -3,6 +3,19 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// A sweep of two points and one seed of the contention scenario, without charts.
+const SMALL_SWEEP: [&str; 9] = [
+    "sweep",
+    "scenarios/contention.toml",
+    "--policy",
+    "full jitter",
+    "--grid",
+    "policy.base=5ms,10ms",
+    "--seeds",
+    "1",
+    "--no-charts",
+];
+
 fn retrystorm(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retrystorm"))
         .args(args)
@@ -325,18 +338,7 @@ fn a_closed_stdout_is_not_a_panic() {
     let out = fresh_folder("run-closed-stdout");
     for args in [
         vec!["run", "scenarios/contention.toml", "--no-charts", "--out"],
-        vec![
-            "sweep",
-            "scenarios/contention.toml",
-            "--policy",
-            "full jitter",
-            "--grid",
-            "policy.base=5ms,10ms",
-            "--seeds",
-            "1",
-            "--no-charts",
-            "--out",
-        ],
+        [&SMALL_SWEEP[..], &["--out"]].concat(),
     ] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
             .args(&args)
@@ -362,21 +364,13 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     let out = fresh_folder("run-full-stdout");
     let shards = out.join("shards");
     for shard in ["0/2", "1/2"] {
-        let output = retrystorm(&[
-            "sweep",
-            "scenarios/contention.toml",
-            "--policy",
-            "full jitter",
-            "--grid",
-            "policy.base=5ms,10ms",
-            "--seeds",
-            "1",
-            "--no-charts",
-            "--shard",
-            shard,
-            "--out",
-            shards.to_str().unwrap(),
-        ]);
+        let output = retrystorm(
+            &[
+                &SMALL_SWEEP[..],
+                &["--shard", shard, "--out", shards.to_str().unwrap()],
+            ]
+            .concat(),
+        );
         assert!(output.status.success());
     }
     let part = |k: &str| {
@@ -397,19 +391,7 @@ fn a_full_stdout_is_an_error_not_a_panic() {
             out_str,
         ],
         vec!["check", "scenarios/contention.toml"],
-        vec![
-            "sweep",
-            "scenarios/contention.toml",
-            "--policy",
-            "full jitter",
-            "--grid",
-            "policy.base=5ms,10ms",
-            "--seeds",
-            "1",
-            "--no-charts",
-            "--out",
-            out_str,
-        ],
+        [&SMALL_SWEEP[..], &["--out", out_str]].concat(),
         vec!["merge", &first, &second, "--out", out_str],
         vec![
             "decide",
