@@ -121,10 +121,23 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             ..Override::set("seed", &seed.to_string())
         });
     }
-    let mut scenarios = Vec::new();
+    let mut scenarios: Vec<Scenario> = Vec::new();
     for path in &args.scenarios {
         match load(path, &overrides) {
-            Ok(scenario) => scenarios.push(scenario),
+            Ok(scenario) => {
+                // Each result folder holds one scenario: two of one name would mix.
+                if let Some(index) = scenarios.iter().position(|s| s.name == scenario.name) {
+                    eprintln!(
+                        "retrystorm: {} and {} are both named {:?}; their results would share {}: rename one",
+                        args.scenarios[index].display(),
+                        path.display(),
+                        scenario.name.as_str(),
+                        args.out.join(scenario.name.as_str()).display()
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
+                scenarios.push(scenario);
+            }
             Err(error) => {
                 eprintln!("retrystorm: {error}");
                 return Ok(ExitCode::FAILURE);

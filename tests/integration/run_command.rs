@@ -422,3 +422,23 @@ fn a_full_stdout_is_an_error_not_a_panic() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// Two scenarios of one name in one `run` would write one folder; the run refuses before
+/// anything is written, naming both files.
+#[test]
+fn two_scenarios_of_one_name_are_refused() {
+    let out = fresh_folder("run-same-name");
+    let copy = out.with_extension("toml");
+    std::fs::copy("scenarios/tuning.toml", &copy).unwrap();
+    let output = retrystorm(&[
+        "run",
+        "scenarios/tuning.toml",
+        copy.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("are both named \"tuning\""), "{stderr}");
+    assert!(!out.exists(), "nothing is written");
+}
