@@ -12,9 +12,11 @@ use toml::Spanned;
 
 use super::topology::validate_topology;
 use super::{
-    CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Scenario, Service, Workload,
+    CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Policy, Scenario, Service,
+    Workload,
 };
 use crate::capacity::CapacityCurve;
+use crate::time::Duration;
 
 /// At most this many time-series buckets: each holds a latency histogram.
 pub const MAX_BUCKETS: u64 = 100_000;
@@ -69,10 +71,86 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
         }
     }
     validate_clients(scenario)?;
-    validate_topology(scenario, duration_span)?;
+    validate_topology(scenario, duration_span.clone())?;
     validate_services(scenario)?;
     validate_policies(scenario)?;
+    validate_drain(scenario, bucket_span)?;
     validate_claims(scenario)
+}
+
+/// The run goes on after `duration` until the last operation ends, one time bucket (and one
+/// tick of every service) at a time: the longest an operation can live bounds that drain, and
+/// the whole series must stay within [`MAX_BUCKETS`]. A deadline bounds an operation; a policy
+/// that ignores it is bounded by its attempts, their timeouts and the longest wait between them
+/// (its cap, or the longest Retry-After a service can send).
+fn validate_drain(scenario: &Scenario, bucket_span: Range<usize>) -> Result<(), Problem> {
+    let clients = &scenario.clients;
+    let longest_retry_after = scenario
+        .services()
+        .iter()
+        .map(|service| {
+            let fixed = service.retry_after.map_or(0, Duration::micros);
+            let limiter = service.rate_limit.as_ref().map_or(0, |limit| {
+                // Time until one token, rounded up to the granularity (and a granule more).
+                let granularity = limit.retry_after_granularity.get_ref().micros().max(1);
+                let token = (1e6 / limit.rate.get()).ceil().min(1e15) as u64;
+                token
+                    .div_ceil(granularity)
+                    .saturating_add(1)
+                    .saturating_mul(granularity)
+            });
+            fixed.max(limiter)
+        })
+        .max()
+        .unwrap_or(0);
+    let lifetime = |policy: &Policy| -> u64 {
+        if !policy.ignore_deadline {
+            return policy.deadline.unwrap_or(clients.deadline).micros();
+        }
+        let timeout = policy
+            .attempt_timeout
+            .unwrap_or(clients.attempt_timeout)
+            .micros();
+        let retries = policy.max_attempts.get();
+        let sends = (retries + 1).max(
+            policy
+                .hedging
+                .as_ref()
+                .map_or(0, |h| h.get_ref().max_attempts.get()),
+        );
+        // Honor-jittered waits up to one and a half Retry-Afters.
+        let wait = policy
+            .cap
+            .get_ref()
+            .micros()
+            .max(longest_retry_after.saturating_mul(3) / 2);
+        sends
+            .saturating_mul(timeout)
+            .saturating_add(retries.saturating_mul(wait))
+    };
+    let (longest, policy) = scenario
+        .policy
+        .iter()
+        .map(|policy| (lifetime(policy), policy))
+        .max_by_key(|(lifetime, _)| *lifetime)
+        .expect("validated: one policy at least");
+    let bucket = scenario.bucket.get_ref().micros();
+    let horizon = scenario.duration.get_ref().micros().saturating_add(longest);
+    let buckets = horizon.div_ceil(bucket);
+    if buckets > MAX_BUCKETS {
+        return Err((
+            bucket_span,
+            format!(
+                "operations may run until {} (duration {} plus {} for policy {:?}'s last operation to end): {buckets} buckets of {}, at most {MAX_BUCKETS}; use a wider bucket or a shorter deadline",
+                Duration(horizon),
+                scenario.duration.get_ref(),
+                Duration(longest),
+                policy.name.get_ref(),
+                scenario.bucket.get_ref()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {

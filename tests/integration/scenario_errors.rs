@@ -416,3 +416,26 @@ fn overrides_reach_the_default_policy_and_name_whole_tables() {
         &["--set policy.0=5", "names a whole table", "policy.0.base"],
     );
 }
+
+/// The drain after `duration` is bounded before anything runs: with a 1000 h deadline and
+/// 1 ms buckets, an operation could keep the run going for 3.6 billion buckets (a 229-byte
+/// scenario used to grow to gigabytes); the error says until when and what to change.
+#[test]
+fn a_drain_longer_than_the_series_allows_is_refused() {
+    let text = VALID
+        .replace("duration = \"10s\"", "duration = \"1s\"\nbucket = \"1ms\"")
+        .replace("rate = 1.0", "rate = 1.0\ndeadline = \"1000h\"");
+    let message = load_str(&text, "drain.toml", &[]).unwrap_err().to_string();
+    assert_contains(
+        &message,
+        &[
+            "drain.toml:3:10:",
+            "plus 1000h",
+            "at most 100000",
+            "wider bucket",
+        ],
+    );
+    // A policy without a deadline is bounded by its attempts, timeouts and waits.
+    let unbounded = VALID.replace("name = \"a\"", "name = \"a\"\nignore_deadline = true");
+    load_str(&unbounded, "ok.toml", &[]).unwrap();
+}
