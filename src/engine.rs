@@ -439,21 +439,15 @@ impl<'a, O: Observer> Engine<'a, O> {
                     )
                 })
                 .collect(),
-            controls_anywhere: !model.users.policy.controls.is_empty()
-                || model
-                    .services
-                    .iter()
-                    .filter_map(|service| service.downstream.as_ref())
-                    .any(|policy| !policy.controls.is_empty()),
+            controls_anywhere: model.any_caller(|policy| !policy.controls.is_empty()),
             hedges: Vec::new(),
-            hedging_anywhere: model.users.policy.hedging.is_some()
-                || model
-                    .services
-                    .iter()
-                    .filter_map(|service| service.downstream.as_ref())
-                    .any(|policy| policy.hedging.is_some()),
+            hedging_anywhere: model.any_caller(|policy| policy.hedging.is_some()),
             extras: Vec::new(),
-            extras_on: false,
+            extras_on: model.any_caller(|policy| {
+                !policy.controls.is_empty()
+                    || policy.hedging.is_some()
+                    || policy.retry_after == RetryAfterMode::Pushback
+            }),
             next_operation_id: 0,
             unfinished: 0,
             next_arrival_us: 0.0,
@@ -461,16 +455,6 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     fn run(mut self) -> Measurements {
-        self.extras_on = self.controls_anywhere
-            || self.hedging_anywhere
-            || std::iter::once(&self.model.users.policy)
-                .chain(
-                    self.model
-                        .services
-                        .iter()
-                        .filter_map(|service| service.downstream.as_ref()),
-                )
-                .any(|policy| policy.retry_after == RetryAfterMode::Pushback);
         self.start();
         while let Some((time, event)) = self.events.pop() {
             self.now = time;

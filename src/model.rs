@@ -463,18 +463,22 @@ impl Model {
 
     /// Whether the users or some calling service have a control of `kind`.
     pub fn has_control(&self, kind: ControlKind) -> bool {
-        let has = |policy: &CallerPolicy| {
+        self.any_caller(|policy| {
             policy
                 .controls
                 .iter()
                 .any(|control| control.config.kind() == kind)
-        };
-        has(&self.users.policy)
+        })
+    }
+
+    /// Whether the users' policy or some calling service's satisfies `test`.
+    pub fn any_caller(&self, test: impl Fn(&CallerPolicy) -> bool) -> bool {
+        test(&self.users.policy)
             || self
                 .services
                 .iter()
-                .filter_map(|s| s.downstream.as_ref())
-                .any(has)
+                .filter_map(|service| service.downstream.as_ref())
+                .any(test)
     }
 
     /// The service the users call.

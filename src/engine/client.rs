@@ -168,33 +168,38 @@ impl<O: Observer> Engine<'_, O> {
 
     /// [`Engine::send_request`] when some caller has controls.
     fn send_controlled(&mut self, key: Key, retry: bool) {
+        match self.pass_controls(key, retry) {
+            Passage::Now => self.send(key, false),
+            Passage::Held => {}
+            Passage::Refused(reason) => self.refuse(key, reason),
+        }
+    }
+
+    /// Asks the caller's controls whether an attempt of the call at `key` may go out now. A
+    /// rate limiter may hold it: it then goes out (`Event::DelayedSend`) when its token is due,
+    /// or, with no token before the deadline, the caller waits for one until it gives up, as a
+    /// thread blocked in the SDK does, and the call ends at its deadline.
+    pub(super) fn pass_controls(&mut self, key: Key, retry: bool) -> Passage {
         let now = self.now;
         let operation = self.operations.get(key).expect("a live operation sends");
-        let client = operation.client;
-        let time_left = operation.deadline.saturating_sub(now);
+        let (client, deadline) = (operation.client, operation.deadline);
         let call = self.downstream_call(key, operation);
         let controls = self.controls_of(call);
         if controls.is_empty() {
-            self.send(key, false);
-            return;
+            return Passage::Now;
         }
-        let reason = match controls.admit_send(now, client, retry, time_left) {
-            Ok(0) => return self.send(key, false),
+        match controls.admit_send(now, client, retry, deadline.saturating_sub(now)) {
+            Ok(0) => Passage::Now,
             Ok(delay) => {
-                // A rate limiter holds it back; it goes out when its token is due.
                 self.events.push(now + delay, Event::DelayedSend(key));
-                return;
+                Passage::Held
             }
-            // No token before the deadline: the caller waits for one until it gives up, as a
-            // thread blocked in the SDK does, and the call then ends at its deadline.
             Err(FailureReason::Decision(StopReason::DeadlineExhausted)) => {
-                let deadline = self.operations.get(key).expect("live operation").deadline;
                 self.events.push(deadline, Event::DelayedSend(key));
-                return;
+                Passage::Held
             }
-            Err(reason) => reason,
-        };
-        self.refuse(key, reason);
+            Err(reason) => Passage::Refused(reason),
+        }
     }
 
     /// Ends a call whose request a control did not let out, and traces the attempt that was
@@ -222,12 +227,12 @@ impl<O: Observer> Engine<'_, O> {
     }
 
     /// A send a rate limiter held back goes out now, or, if it never got a token, the call
-    /// ends at its deadline.
+    /// ends at its deadline; nothing if the call has already ended.
     pub(super) fn delayed_send(&mut self, key: Key) {
-        let operation = self
-            .operations
-            .get(key)
-            .expect("a held send's operation is live");
+        // A hedged call may have ended (another hedge won) while this send was held.
+        let Some(operation) = self.operations.get(key).filter(|o| !o.finished) else {
+            return;
+        };
         let client = operation.client;
         let call = self.downstream_call(key, operation);
         let now = self.now;
@@ -693,6 +698,16 @@ impl<O: Observer> Engine<'_, O> {
             }
         }
     }
+}
+
+/// What the caller's controls made of an attempt about to go out.
+pub(super) enum Passage {
+    /// It goes out now.
+    Now,
+    /// A rate limiter holds it; an `Event::DelayedSend` is scheduled.
+    Held,
+    /// A control refused it, for this reason.
+    Refused(FailureReason),
 }
 
 /// The retry policy of the users, or of the service that made `call`.

@@ -12,6 +12,7 @@
 //! the first passes the caller's controls as a retry does (gRPC throttling: "every later hedge
 //! needs tokens"); one they refuse ends the hedging, and the call if nothing is in flight.
 
+use super::client::Passage;
 use super::{AttemptRecord, Engine, Event, HedgeState, MAX_HEDGES, Observer};
 use crate::decision::StopReason;
 use crate::model::HedgingModel;
@@ -79,24 +80,17 @@ impl<O: Observer> Engine<'_, O> {
         let call = self.downstream_call(key, operation);
         let hedging = self.hedging_of(key);
         self.hedges[key.slot as usize].next_at = Micros::MAX;
-        let time_left = operation.deadline.saturating_sub(now);
-        let controls = self.controls_of(call);
-        if !controls.is_empty() {
-            // A hedge is a retry to the controls.
-            let admitted = controls
-                .admit_retry(now, client, false)
-                .map_err(FailureReason::Control)
-                .and_then(|()| controls.admit_send(now, client, true, time_left));
-            match admitted {
-                Ok(0) => {}
-                Ok(delay) => {
-                    self.events.push(now + delay, Event::DelayedSend(key));
-                    return self.schedule_hedge(key, now + hedging.delay, hedging);
-                }
-                Err(reason) => return self.hedge_refused(key, reason),
-            }
+        // A hedge is a retry to the controls.
+        let retry_admitted = self.controls_of(call).admit_retry(now, client, false);
+        let passage = match retry_admitted {
+            Ok(()) => self.pass_controls(key, true),
+            Err(kind) => Passage::Refused(FailureReason::Control(kind)),
+        };
+        match passage {
+            Passage::Now => self.send(key, false),
+            Passage::Held => {}
+            Passage::Refused(reason) => return self.hedge_refused(key, reason),
         }
-        self.send(key, false);
         self.schedule_hedge(key, now + hedging.delay, hedging);
     }
 
