@@ -13,6 +13,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use retrystorm::output::staging::remove_on_signals;
 
 /// A deterministic retry-storm simulator.
 #[derive(Debug, Parser)]
@@ -52,6 +53,14 @@ enum Command {
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
     let cli = Cli::parse();
+    let writes_folders = matches!(
+        cli.command,
+        Command::Run(_) | Command::Sweep(_) | Command::Merge(_)
+    );
+    if writes_folders && let Err(error) = remove_on_signals() {
+        eprintln!("retrystorm: cannot watch for interrupts: {error}");
+        return ExitCode::FAILURE;
+    }
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => run::check(&args),

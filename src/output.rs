@@ -1,10 +1,9 @@
 //! Writers: each output file is one small function from a finished run to bytes.
 //!
-//! Writers read the measurements and summaries; they never reach into the engine. Every file is
-//! written atomically ([`write_atomic`]): to a temporary name in the same folder, flushed to
-//! disk, then renamed, so a crash leaves either the old file or the new one, never half of one
-//! that looks complete. Numbers are printed with fixed decimals so that the same run gives the
-//! same bytes.
+//! Writers read the measurements and summaries; they never reach into the engine. A run's files
+//! are written into a staging folder and put in place together ([`staging`]), so a crash leaves
+//! either the earlier result or the new one, never a mix. Numbers are printed with fixed
+//! decimals so that the same run gives the same bytes.
 //!
 //! | file | rows |
 //! |---|---|
@@ -13,6 +12,8 @@
 //! | `summary.csv`, `summary.json` | one per policy |
 //! | `scenario.toml` | the scenario as run, every default written out |
 //! | `trace.csv` (`--trace`) | one per attempt, see [`TraceWriter`] |
+
+pub mod staging;
 
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
@@ -70,28 +71,6 @@ pub const ARTIFACTS: [Artifact; 5] = [
         render: resolved_scenario,
     },
 ];
-
-/// Writes `bytes` to `path` so that `path` never holds a partial file.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let temporary = temporary_path(path);
-    let result = (|| {
-        let mut file = File::create(&temporary)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temporary);
-    }
-    result
-}
-
-fn temporary_path(path: &Path) -> PathBuf {
-    let name = path
-        .file_name()
-        .map_or_else(Default::default, |name| name.to_string_lossy());
-    path.with_file_name(format!(".{name}.{}.partial", std::process::id()))
-}
 
 fn ms(micros: f64) -> String {
     format!("{:.3}", micros / MICROS_PER_MS as f64)
@@ -441,12 +420,12 @@ pub struct TraceWriter {
 }
 
 impl TraceWriter {
-    /// A writer for `policy`'s attempts, into a part file in `folder`.
+    /// A writer for `policy`'s attempts, into a new part file in `folder` (a staging folder).
     pub fn create(folder: &Path, policy: &str, index: usize) -> io::Result<TraceWriter> {
-        let path = folder.join(format!(".trace.{index}.{}.partial", std::process::id()));
+        let path = folder.join(format!(".trace.{index}.part"));
         let writer = csv::WriterBuilder::new()
             .has_headers(false)
-            .from_writer(BufWriter::new(File::create(&path)?));
+            .from_writer(BufWriter::new(staging::create_new(&path)?));
         Ok(TraceWriter {
             policy: policy.to_string(),
             path,
@@ -483,13 +462,12 @@ impl Observer for TraceWriter {
     }
 }
 
-/// Joins the policies' trace parts, in order, under one header into `path`, atomically, and
+/// Joins the policies' trace parts, in order, under one header into a new file `path`, and
 /// removes the parts (also when joining fails).
 pub fn finish_trace(path: &Path, parts: Vec<TraceWriter>) -> io::Result<()> {
     let part_paths: Vec<PathBuf> = parts.iter().map(|part| part.path.clone()).collect();
-    let temporary = temporary_path(path);
     let result = (|| {
-        let mut out = BufWriter::new(File::create(&temporary)?);
+        let mut out = BufWriter::new(staging::create_new(path)?);
         out.write_all(&csv_bytes(&TRACE_COLUMNS, std::iter::empty()))?;
         for part in parts {
             if let Some(error) = part.error {
@@ -506,14 +484,10 @@ pub fn finish_trace(path: &Path, parts: Vec<TraceWriter>) -> io::Result<()> {
         }
         out.into_inner()
             .map_err(|error| error.into_error())?
-            .sync_all()?;
-        fs::rename(&temporary, path)
+            .sync_all()
     })();
     for part_path in part_paths {
         let _ = fs::remove_file(part_path);
-    }
-    if result.is_err() {
-        let _ = fs::remove_file(&temporary);
     }
     result
 }

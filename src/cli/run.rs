@@ -14,7 +14,8 @@ use rayon::prelude::*;
 use retrystorm::charts::{Chart, Format, render};
 use retrystorm::claims::evaluate;
 use retrystorm::engine::{AttemptRecord, Observer};
-use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace, write_atomic};
+use retrystorm::output::staging::StagedFolder;
+use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
 use retrystorm::report::report_html;
 use retrystorm::run::{ScenarioRun, run_scenario};
 use retrystorm::scenario::{Override, Scenario, load};
@@ -150,17 +151,19 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Runs one scenario and writes its folder as a whole: into a staging folder, put in place of
+/// the earlier result only when every file is written.
 fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
-    let folder = args.out.join(scenario.name.as_str());
-    fs::create_dir_all(&folder).map_err(|error| with_path(error, &folder))?;
+    let staged = StagedFolder::create(&args.out.join(scenario.name.as_str()), "summary.json")?;
+    let folder = staged.path();
     let progress = Progress::start(scenario);
     let started = Instant::now();
     let make_observer = |index: usize| -> io::Result<RunObserver> {
         let trace = if args.trace {
             let name = scenario.policy[index].name.get_ref();
             Some(
-                TraceWriter::create(&folder, name, index)
-                    .map_err(|error| with_path(error, &folder))?,
+                TraceWriter::create(folder, name, index)
+                    .map_err(|error| with_path(error, staged.target()))?,
             )
         } else {
             None
@@ -178,33 +181,37 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     progress.stop();
 
     for artifact in ARTIFACTS.iter().filter(|artifact| (artifact.written)(&run)) {
-        let path = folder.join(artifact.name);
-        write_atomic(&path, &(artifact.render)(&run)).map_err(|error| with_path(error, &path))?;
+        staged.write(artifact.name, &(artifact.render)(&run))?;
     }
     if args.trace {
         let traces = observers
             .into_iter()
             .map(|observer| observer.trace.expect("--trace gives every policy a writer"))
             .collect();
-        let path = folder.join("trace.csv");
-        finish_trace(&path, traces).map_err(|error| with_path(error, &path))?;
+        finish_trace(&folder.join("trace.csv"), traces)
+            .map_err(|error| with_path(error, &staged.target().join("trace.csv")))?;
     }
     if !args.no_charts {
-        write_charts(&run, &folder, &args.format)?;
+        write_charts(&run, &staged, &args.format)?;
     }
-    let report = folder.join("report.html");
-    let page = report_html(&run)
-        .map_err(|error| io::Error::other(format!("{}: {error}", report.display())))?;
-    write_atomic(&report, &page).map_err(|error| with_path(error, &report))?;
-    print_table(&run, &folder)?;
+    let page = report_html(&run).map_err(|error| {
+        io::Error::other(format!(
+            "{}: {error}",
+            staged.target().join("report.html").display()
+        ))
+    })?;
+    staged.write("report.html", &page)?;
+    let target = staged.target().to_path_buf();
+    staged.commit()?;
+    print_table(&run, &target)?;
     if args.stats {
         print_stats(&run, wall)?;
     }
     Ok(())
 }
 
-/// Draws every chart in every format, in parallel, each written atomically.
-fn write_charts(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<()> {
+/// Draws every chart in every format, in parallel.
+fn write_charts(run: &ScenarioRun, staged: &StagedFolder, formats: &[Format]) -> io::Result<()> {
     let mut formats = formats.to_vec();
     formats.sort();
     formats.dedup();
@@ -213,10 +220,14 @@ fn write_charts(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Res
         .flat_map(|&chart| formats.iter().map(move |&format| (chart, format)))
         .collect();
     jobs.par_iter().try_for_each(|&(chart, format)| {
-        let path = folder.join(format!("{}.{}", chart.name(), format.extension()));
-        let bytes = render(run, chart, format)
-            .map_err(|error| io::Error::other(format!("{}: {error}", path.display())))?;
-        write_atomic(&path, &bytes).map_err(|error| with_path(error, &path))
+        let name = format!("{}.{}", chart.name(), format.extension());
+        let bytes = render(run, chart, format).map_err(|error| {
+            io::Error::other(format!(
+                "{}: {error}",
+                staged.target().join(&name).display()
+            ))
+        })?;
+        staged.write(&name, &bytes)
     })
 }
 

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use retrystorm::charts::Format;
-use retrystorm::output::write_atomic;
+use retrystorm::output::staging::StagedFolder;
 use retrystorm::scenario::{Override, load_str};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
@@ -42,7 +42,7 @@ pub struct SweepArgs {
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<Override>,
     /// Folder for results: the sweep writes to OUT/<name>-sweep/ (a shard to
-    /// OUT/<name>-sweep/shard-K-of-N/).
+    /// OUT/<name>-shards/shard-K-of-N/).
     #[arg(long, value_name = "OUT", default_value = "output")]
     out: PathBuf,
     /// Run only shard K of N (K from 0): the points p with p % N == K.
@@ -121,7 +121,6 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     let rows = prepared.run(shard, &done);
     progress.stop();
     let wall = started.elapsed();
-    let sweep_folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
     writeln!(
         io::stdout(),
         "{}: {} points x {} seed{}; ran {simulations} simulations{}",
@@ -136,8 +135,11 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         }
     )?;
     if shard != Shard::WHOLE {
-        let folder = sweep_folder.join(format!("shard-{}-of-{}", shard.index, shard.count));
-        write_all(&folder, &shard_files(&prepared, shard, &rows))?;
+        let folder = args
+            .out
+            .join(format!("{}-shards", prepared.points[0].name))
+            .join(format!("shard-{}-of-{}", shard.index, shard.count));
+        write_all(&folder, "shard.json", &shard_files(&prepared, shard, &rows))?;
         writeln!(
             io::stdout(),
             "results in {}; combine the shards with `retrystorm merge`",
@@ -151,7 +153,8 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         };
         match finalize(&prepared, &rows, &formats) {
             Ok((files, recommendation)) => {
-                write_all(&sweep_folder, &files)?;
+                let sweep_folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
+                write_all(&sweep_folder, "sweep.json", &files)?;
                 writeln!(
                     io::stdout(),
                     "results in {}\n\n{recommendation}",
@@ -194,7 +197,7 @@ pub fn merge_shards(args: &MergeArgs) -> io::Result<ExitCode> {
         Err(error) => return fail(error),
     };
     let folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
-    write_all(&folder, &files)?;
+    write_all(&folder, "sweep.json", &files)?;
     writeln!(
         io::stdout(),
         "merged {} shards into {}\n\n{recommendation}",
@@ -204,16 +207,14 @@ pub fn merge_shards(args: &MergeArgs) -> io::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_all(folder: &Path, files: &[OutputFile]) -> io::Result<()> {
-    let with_path = |error: io::Error, path: &Path| {
-        io::Error::new(error.kind(), format!("{}: {error}", path.display()))
-    };
-    fs::create_dir_all(folder).map_err(|error| with_path(error, folder))?;
+/// Writes `files` as the whole content of `folder`, replacing an earlier result there as one
+/// change; `mark` is the file that shows a folder is such a result.
+fn write_all(folder: &Path, mark: &'static str, files: &[OutputFile]) -> io::Result<()> {
+    let staged = StagedFolder::create(folder, mark)?;
     for (name, bytes) in files {
-        let path = folder.join(name);
-        write_atomic(&path, bytes).map_err(|error| with_path(error, &path))?;
+        staged.write(name, bytes)?;
     }
-    Ok(())
+    staged.commit()
 }
 
 /// A progress bar with an ETA on stderr, drawn only when stderr is a terminal.

@@ -11,6 +11,7 @@ mod examples;
 mod hedging;
 mod imports;
 mod lessons;
+mod output_folders;
 mod overload;
 mod queueing;
 mod run_command;

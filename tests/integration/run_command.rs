@@ -375,7 +375,7 @@ fn a_full_stdout_is_an_error_not_a_panic() {
     }
     let part = |k: &str| {
         shards
-            .join(format!("contention-sweep/shard-{k}-of-2"))
+            .join(format!("contention-shards/shard-{k}-of-2"))
             .to_str()
             .unwrap()
             .to_string()

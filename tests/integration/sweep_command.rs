@@ -169,7 +169,7 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
     for shard in ["0/3", "1/3", "2/3"] {
         sweep(&sharded, &["--shard", shard], "2");
     }
-    let parts = sharded.join("tuning-sweep");
+    let parts = sharded.join("tuning-shards");
     let merged = fresh("sweep-merged");
     let output = retrystorm(
         &[
