@@ -30,6 +30,7 @@ pub mod capacity;
 pub mod charts;
 pub mod claims;
 pub mod control;
+pub mod cost;
 pub mod decide;
 pub mod decision;
 pub mod distribution;

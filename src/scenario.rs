@@ -26,6 +26,7 @@ pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
     QueueDiscipline, RejectionCost,
 };
+pub use validate::longest_operation;
 
 use crate::backoff::Jitter;
 use crate::distribution::Distribution;
@@ -763,7 +764,7 @@ impl Service {
             .map_or("upstream", |name| name.get_ref().as_str())
     }
 
-    fn name_is(&self, name: &str) -> bool {
+    pub(crate) fn name_is(&self, name: &str) -> bool {
         self.name
             .as_ref()
             .is_some_and(|own| own.get_ref().as_str() == name)

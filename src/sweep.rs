@@ -22,6 +22,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::cost::Estimate;
 use crate::engine::Quiet;
 use crate::metrics::{METRICS, format_metric};
 use crate::model::Model;
@@ -470,6 +471,21 @@ impl PreparedSweep {
                 }
             })
             .collect()
+    }
+
+    /// What the simulations of `shard` will cost, `threads` at a time.
+    pub fn estimate(&self, shard: Shard, threads: usize) -> Estimate {
+        let policies = (0..self.points.len())
+            .filter(|&point| shard.owns(point))
+            .flat_map(|point| {
+                let cost = Estimate::of(&self.points[point], 1).policies;
+                std::iter::repeat_n(cost, self.seeds.len()).flatten()
+            })
+            .collect();
+        Estimate {
+            policies,
+            threads: threads.max(1),
+        }
     }
 
     /// Simulations in `shard`.

@@ -13,12 +13,13 @@ use clap::Args;
 use rayon::prelude::*;
 use retrystorm::charts::{Chart, Format, render};
 use retrystorm::claims::evaluate;
+use retrystorm::cost::{Estimate, memory_limit};
 use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
 use retrystorm::report::report_html;
 use retrystorm::run::{ScenarioRun, run_scenario};
-use retrystorm::scenario::{Override, Scenario, load};
+use retrystorm::scenario::{Override, Scenario, load, longest_operation};
 use retrystorm::time::Micros;
 
 #[derive(Debug, Args)]
@@ -49,6 +50,10 @@ pub struct RunArgs {
     /// Do not draw charts.
     #[arg(long)]
     no_charts: bool,
+    /// Run even a scenario whose estimated cost is over the limits (10 billion events, or
+    /// 80% of this machine's memory); `check` prints the estimate.
+    #[arg(long)]
+    no_cost_limit: bool,
 }
 
 #[derive(Debug, Args)]
@@ -68,7 +73,7 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
         match load(path, &args.set) {
             Ok(scenario) => writeln!(
                 io::stdout(),
-                "ok: {} ({}, {} polic{}{})",
+                "ok: {} ({}, {} polic{}{})\n  cost: {}",
                 path.display(),
                 scenario.name,
                 scenario.policy.len(),
@@ -77,7 +82,8 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
                 } else {
                     "ies"
                 },
-                calls(&scenario)
+                calls(&scenario),
+                Estimate::of(&scenario, rayon::current_num_threads())
             )?,
             Err(error) => {
                 eprintln!("retrystorm: {error}");
@@ -145,10 +151,39 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             }
         }
     }
+    for (scenario, path) in scenarios.iter().zip(&args.scenarios) {
+        let estimate = Estimate::of(scenario, rayon::current_num_threads());
+        if !within_cost_limit(&estimate, &path.display().to_string(), args.no_cost_limit) {
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     for scenario in &scenarios {
         run_one(scenario, args)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Announces the cost of a long or large run (`label` names it) on stderr before it starts,
+/// and refuses one over the limits unless `no_cost_limit`.
+pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) -> bool {
+    let limit = memory_limit();
+    match estimate.exceeds(limit) {
+        Some(reason) if !no_cost_limit => {
+            eprintln!(
+                "retrystorm: {label}: this would take {reason}.\n  estimate: {estimate}\n  Make it smaller (clients.count, clients.rate, duration, bucket; a sweep: fewer points or seeds), or run it anyway with --no-cost-limit."
+            );
+            false
+        }
+        exceeds => {
+            if exceeds.is_some()
+                || estimate.fewest_seconds() >= 10.0
+                || estimate.memory_bytes() >= limit / 4.0
+            {
+                eprintln!("retrystorm: {label}: estimate: {estimate}");
+            }
+            true
+        }
+    }
 }
 
 /// Runs one scenario and writes its folder as a whole: into a staging folder, put in place of
@@ -273,19 +308,41 @@ impl Progress {
             let done = Arc::clone(&done);
             let name = scenario.name.to_string();
             let duration = scenario.duration.get_ref().micros().max(1);
+            // After `duration` the run drains: it goes on until the last operation ends.
+            let drain = scenario
+                .policy
+                .iter()
+                .map(|policy| longest_operation(scenario, policy))
+                .max()
+                .unwrap_or(0);
             thread::spawn(move || {
                 while !done.load(Ordering::Relaxed) {
-                    // Policies run a few at a time: the bar shows their mean progress.
-                    let fraction = simulated
+                    let times: Vec<u64> = simulated
                         .iter()
-                        .map(|time| {
-                            (time.load(Ordering::Relaxed) as f64 / duration as f64).min(1.0)
-                        })
+                        .map(|time| time.load(Ordering::Relaxed))
+                        .collect();
+                    // Policies run a few at a time: the bar shows their mean progress.
+                    let fraction = times
+                        .iter()
+                        .map(|&time| (time as f64 / duration as f64).min(1.0))
                         .sum::<f64>()
-                        / simulated.len().max(1) as f64;
+                        / times.len().max(1) as f64;
                     let filled = (fraction * 30.0) as usize;
+                    let draining = times
+                        .iter()
+                        .max()
+                        .map_or(0, |&latest| latest.saturating_sub(duration));
+                    let phase = if draining > 0 {
+                        format!(
+                            " draining: +{:.1}s of at most +{:.1}s",
+                            draining as f64 / 1e6,
+                            drain as f64 / 1e6
+                        )
+                    } else {
+                        String::new()
+                    };
                     eprint!(
-                        "\r{name} [{}{}] {:>3.0}%",
+                        "\r{name} [{}{}] {:>3.0}%{phase}   ",
                         "=".repeat(filled),
                         " ".repeat(30 - filled),
                         fraction * 100.0
@@ -293,7 +350,7 @@ impl Progress {
                     let _ = io::stderr().flush();
                     thread::sleep(Duration::from_millis(200));
                 }
-                eprint!("\r{}\r", " ".repeat(name.len() + 40));
+                eprint!("\r{}\r", " ".repeat(name.len() + 80));
             })
         });
         Progress {

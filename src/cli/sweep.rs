@@ -10,6 +10,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use clap::Args;
+
+use super::run::within_cost_limit;
 use retrystorm::charts::Format;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::scenario::{Override, load_str};
@@ -57,6 +59,9 @@ pub struct SweepArgs {
     /// Report wall time and simulations per second.
     #[arg(long)]
     stats: bool,
+    /// Run even a sweep whose estimated cost is over the limits, as for `run`.
+    #[arg(long)]
+    no_cost_limit: bool,
 }
 
 #[derive(Debug, Args)]
@@ -114,6 +119,10 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         Err(error) => return fail(error),
     };
     let shard = args.shard.unwrap_or(Shard::WHOLE);
+    let estimate = prepared.estimate(shard, rayon::current_num_threads());
+    if !within_cost_limit(&estimate, &prepared.spec.scenario_path, args.no_cost_limit) {
+        return Ok(ExitCode::FAILURE);
+    }
     let simulations = prepared.simulations(shard);
     let started = Instant::now();
     let done = Arc::new(AtomicUsize::new(0));

@@ -78,13 +78,14 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     validate_claims(scenario)
 }
 
-/// The run goes on after `duration` until the last operation ends, one time bucket (and one
-/// tick of every service) at a time: the longest an operation can live bounds that drain, and
-/// the whole series must stay within [`MAX_BUCKETS`]. A deadline bounds an operation; a policy
-/// that ignores it is bounded by its attempts, their timeouts and the longest wait between them
-/// (its cap, or the longest Retry-After a service can send).
-fn validate_drain(scenario: &Scenario, bucket_span: Range<usize>) -> Result<(), Problem> {
+/// The longest a `policy`'s operation can live, in microseconds. A deadline bounds an
+/// operation; a policy that ignores it is bounded by its attempts, their timeouts and the
+/// longest wait between them (its cap, or the longest Retry-After a service can send).
+pub fn longest_operation(scenario: &Scenario, policy: &Policy) -> u64 {
     let clients = &scenario.clients;
+    if !policy.ignore_deadline {
+        return policy.deadline.unwrap_or(clients.deadline).micros();
+    }
     let longest_retry_after = scenario
         .services()
         .iter()
@@ -103,35 +104,37 @@ fn validate_drain(scenario: &Scenario, bucket_span: Range<usize>) -> Result<(), 
         })
         .max()
         .unwrap_or(0);
-    let lifetime = |policy: &Policy| -> u64 {
-        if !policy.ignore_deadline {
-            return policy.deadline.unwrap_or(clients.deadline).micros();
-        }
-        let timeout = policy
-            .attempt_timeout
-            .unwrap_or(clients.attempt_timeout)
-            .micros();
-        let retries = policy.max_attempts.get();
-        let sends = (retries + 1).max(
-            policy
-                .hedging
-                .as_ref()
-                .map_or(0, |h| h.get_ref().max_attempts.get()),
-        );
-        // Honor-jittered waits up to one and a half Retry-Afters.
-        let wait = policy
-            .cap
-            .get_ref()
-            .micros()
-            .max(longest_retry_after.saturating_mul(3) / 2);
-        sends
-            .saturating_mul(timeout)
-            .saturating_add(retries.saturating_mul(wait))
-    };
+    let timeout = policy
+        .attempt_timeout
+        .unwrap_or(clients.attempt_timeout)
+        .micros();
+    let retries = policy.max_attempts.get();
+    let sends = (retries + 1).max(
+        policy
+            .hedging
+            .as_ref()
+            .map_or(0, |h| h.get_ref().max_attempts.get()),
+    );
+    // Honor-jittered waits up to one and a half Retry-Afters.
+    let wait = policy
+        .cap
+        .get_ref()
+        .micros()
+        .max(longest_retry_after.saturating_mul(3) / 2);
+    sends
+        .saturating_mul(timeout)
+        .saturating_add(retries.saturating_mul(wait))
+}
+
+/// The run goes on after `duration` until the last operation ends, one time bucket (and one
+/// tick of every service) at a time: the longest an operation can live
+/// ([`longest_operation`]) bounds that drain, and the whole series must stay within
+/// [`MAX_BUCKETS`].
+fn validate_drain(scenario: &Scenario, bucket_span: Range<usize>) -> Result<(), Problem> {
     let (longest, policy) = scenario
         .policy
         .iter()
-        .map(|policy| (lifetime(policy), policy))
+        .map(|policy| (longest_operation(scenario, policy), policy))
         .max_by_key(|(lifetime, _)| *lifetime)
         .expect("validated: one policy at least");
     let bucket = scenario.bucket.get_ref().micros();

@@ -1,7 +1,11 @@
-//! The committed examples in output/ are what the code produces today, byte for byte.
+//! The committed examples in output/ are what the code produces today, byte for byte, and the
+//! cost estimate `check` prints brackets the events they take.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+use retrystorm::cost::Estimate;
+use retrystorm::scenario::load;
 
 #[test]
 fn committed_examples_are_current() {
@@ -22,7 +26,7 @@ fn committed_examples_are_current() {
         .current_dir(root)
         .arg("run")
         .args(&scenarios)
-        .args(["--no-charts", "--out"])
+        .args(["--no-charts", "--stats", "--out"])
         .arg(&out)
         .output()
         .unwrap();
@@ -61,5 +65,41 @@ fn committed_examples_are_current() {
                 "output/{name}/{file} is stale: regenerate the examples with `cargo run --release -- run scenarios/*.toml`"
             );
         }
+    }
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    for scenario in &scenarios {
+        estimate_brackets_the_events(scenario, &stdout);
+    }
+}
+
+/// Each policy's events, as `--stats` counted them, lie between the estimate's fewest (every
+/// operation sent once) and most (every send allowed), within the spread of its per-visit
+/// constant (4.1 to 5.0 events per attempt measured, 5 assumed): from 0.7 times the fewest.
+fn estimate_brackets_the_events(scenario: &Path, stdout: &str) {
+    let loaded = load(scenario, &[]).unwrap();
+    let estimate = Estimate::of(&loaded, 1);
+    let start = stdout
+        .find(&format!("{}: results in", loaded.name))
+        .unwrap_or_else(|| panic!("{} did not run", loaded.name));
+    for (policy, cost) in loaded.policy.iter().zip(&estimate.policies) {
+        let prefix = format!("stats: {}: ", policy.name.get_ref());
+        let line = stdout[start..]
+            .lines()
+            .find(|line| line.starts_with(&prefix))
+            .unwrap_or_else(|| panic!("no stats for {prefix}"));
+        let events: f64 = line[prefix.len()..]
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            events >= 0.7 * cost.fewest_events && events <= cost.most_events,
+            "{} {:?}: {events} events, estimated {} to {}",
+            loaded.name,
+            policy.name.get_ref(),
+            cost.fewest_events,
+            cost.most_events
+        );
     }
 }

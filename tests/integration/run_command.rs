@@ -227,9 +227,21 @@ fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
         assert!(report.contains(part), "report lacks {part}");
     }
     let check = retrystorm(&["check", "scenarios/retry-layers.toml"]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    let mut lines = stdout.lines();
     assert_eq!(
-        String::from_utf8_lossy(&check.stdout),
-        "ok: scenarios/retry-layers.toml (retry-layers, 3 policies; clients -> edge; edge -> api; api -> db)\n"
+        lines.next(),
+        Some(
+            "ok: scenarios/retry-layers.toml (retry-layers, 3 policies; clients -> edge; edge -> api; api -> db)"
+        )
+    );
+    // 90,000 operations a policy, three requests each (edge, api, db), 5 events a request; with
+    // every send allowed, 2 client sends of 1 + 4 * (1 + 4) requests where the tiers retry
+    // (two policies) and 2 of 3 where they do not: 90,000 * 5 * (42 + 6 + 42) = 40.5 million.
+    assert!(
+        lines.next().is_some_and(|line| line
+            .starts_with("  cost: 270,000 operations, 4.0 million to 40.5 million events")),
+        "{stdout}"
     );
 }
 
@@ -441,4 +453,63 @@ fn two_scenarios_of_one_name_are_refused() {
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("are both named \"tuning\""), "{stderr}");
     assert!(!out.exists(), "nothing is written");
+}
+
+/// Cost is announced before it is spent: `check` prints the estimate, and `run` refuses a
+/// scenario over the limits (a hundred million clients at one operation a second, which ran
+/// past 10.8 GB and 400 s before) at once, writing nothing, and names the flag that overrides
+/// it; a sweep too. The estimate brackets real runs (see the examples test).
+#[test]
+fn an_unaffordable_run_is_refused_with_its_estimate() {
+    let out = fresh_folder("run-cost");
+    let huge = [
+        "--set",
+        "clients.count=100000000",
+        "--set",
+        "clients.rate=1.0",
+    ];
+    let mut check = vec!["check", "scenarios/bench/large.toml"];
+    check.extend(huge);
+    let output = retrystorm(&check);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains("cost: 18.0 billion operations, 90.0 billion to 360.0 billion events"),
+        "{stdout}"
+    );
+
+    let mut run = vec![
+        "run",
+        "scenarios/bench/large.toml",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    run.extend(huge);
+    let output = retrystorm(&run);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for expected in [
+        "scenarios/bench/large.toml: this would take at least 90.0 billion events, more than the limit of 10.0 billion",
+        "estimate: 18.0 billion operations",
+        "--no-cost-limit",
+    ] {
+        assert!(stderr.contains(expected), "{expected:?} not in {stderr}");
+    }
+    assert!(!out.exists());
+
+    let output = retrystorm(&[
+        "sweep",
+        "scenarios/bench/large.toml",
+        "--policy",
+        "full jitter",
+        "--grid",
+        "policy.max_attempts=0..100",
+        "--seeds",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("at least 60.6 billion events"), "{stderr}");
+    assert!(!out.exists());
 }
