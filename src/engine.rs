@@ -467,6 +467,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 self.observer.progress(self.now);
             }
         }
+        self.commit_writes_in_service();
         self.record_service_state();
         let services = self
             .services

@@ -326,17 +326,8 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .get_mut(operation_key)
                 .expect("live operation")
                 .in_service -= 1;
+            self.commit_write(id, operation_key);
             let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
-            if !endpoint.idempotent_method && self.model.services[usize::from(id)].calls.is_empty()
-            {
-                self.operations
-                    .get_mut(logical)
-                    .expect("live operation")
-                    .writes += 1;
-                if self.service(id).commit_write(now, logical) {
-                    self.recorder.at(now).duplicate_writes += 1;
-                }
-            }
             if endpoint.idempotency_key {
                 for waiter in self.service(id).complete_key(now, logical) {
                     self.service(id).counts(now).replayed += 1;
@@ -346,6 +337,53 @@ impl<'a, O: Observer> Engine<'a, O> {
             Reply::Ok
         };
         self.reply(key, reply);
+    }
+
+    /// Where the data lives (a service that calls no other), a served request of a
+    /// non-idempotent endpoint commits a write: its logical operation has written once more,
+    /// and the service tells whether that is a duplicate.
+    fn commit_write(&mut self, id: ServiceId, operation_key: Key) {
+        let now = self.now;
+        let operation = self.operations.get(operation_key).expect("live operation");
+        let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
+        let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
+        if endpoint.idempotent_method || !self.model.services[usize::from(id)].calls.is_empty() {
+            return;
+        }
+        self.operations
+            .get_mut(logical)
+            .expect("live operation")
+            .writes += 1;
+        if self.service(id).commit_write(now, logical) {
+            self.recorder.at(now).duplicate_writes += 1;
+        }
+    }
+
+    /// The run stops when the last operation has ended, but a worker still doing a write whose
+    /// caller gave up would finish it: those writes are committed as the run stops, in its last
+    /// bucket, so that the duplicate-write count is exact. A write to an optimistic row
+    /// commits only if no write has changed the row since it was read, as it would have.
+    pub(super) fn commit_writes_in_service(&mut self) {
+        let in_service: Vec<Key> = self
+            .attempts
+            .keys()
+            .filter(|&key| {
+                self.attempts.get(key).is_some_and(|attempt| {
+                    !attempt.status_check
+                        && matches!(attempt.stage, Stage::InService { .. } | Stage::Writing)
+                })
+            })
+            .collect();
+        for key in in_service {
+            let attempt = self.attempts.get(key).expect("listed above");
+            let (id, operation_key) = (attempt.service, attempt.operation);
+            let optimistic = self.model.services[usize::from(id)]
+                .optimistic_row
+                .is_some();
+            if !optimistic || self.service(id).write_row(key) {
+                self.commit_write(id, operation_key);
+            }
+        }
     }
 
     /// A downstream call failed for good: the service answers its failure status.

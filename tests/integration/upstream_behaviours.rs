@@ -251,3 +251,52 @@ retry_after = "pushback"
     assert_eq!(delays(&traces[0]), [Some(1_000_000), Some(2_000_000), None]);
     assert_eq!(delays(&traces[1]), [Some(300_000), Some(300_000), None]);
 }
+
+/// The run stops when the last operation ends, but the writes its workers are still doing are
+/// committed then, so no duplicate is lost. One POST retried without protection: attempts at
+/// about 0, 1 and 2 s each hold a worker for 3 s, and the deadline ends the operation at
+/// 2.5 s, before any finishes. All three commit: 2 duplicates. An optimistic row lets only the
+/// first of three concurrent reads write: none is a duplicate, two collide.
+#[test]
+fn writes_still_in_service_when_the_run_stops_are_committed() {
+    let text = |row: &str| {
+        format!(
+            r#"
+name = "late-writes"
+duration = "1s"
+[clients]
+count = 1
+workload = "closed"
+think_time = "1000h"
+start = "together"
+deadline = "2500ms"
+attempt_timeout = "1s"
+[[clients.operations]]
+name = "charge"
+method = "POST"
+[network]
+latency = "1ms"
+[upstream]
+workers = 10
+service_time = "3s"
+{row}
+[[policy]]
+name = "unsafe"
+base = "1ms"
+cap = "1ms"
+jitter = "none"
+unsafe_retries = true
+"#
+        )
+    };
+    let plain = run(&scenario(&text("")));
+    let summary = &plain.policies[0].summary;
+    assert_eq!(summary.attempts, 3);
+    assert_eq!(summary.duplicate_writes, 2);
+
+    let row = run(&scenario(&text(
+        "optimistic_row = { collision_status = 409 }",
+    )));
+    assert_eq!(row.policies[0].summary.attempts, 3);
+    assert_eq!(row.policies[0].summary.duplicate_writes, 0);
+}
