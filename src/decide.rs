@@ -362,7 +362,7 @@ enum Line {
 /// input is not JSON lines (`/dev/zero` never ends its first).
 fn next_line(input: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<Option<Line>> {
     buffer.clear();
-    let (mut read, mut seen_any) = (0usize, false);
+    let (mut read, mut seen_any, mut last) = (0usize, false, None);
     loop {
         let available = input.fill_buf()?;
         if available.is_empty() {
@@ -374,7 +374,9 @@ fn next_line(input: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<Optio
             None => (available, available.len(), false),
         };
         read += chunk.len();
-        if buffer.len() + chunk.len() <= MAX_LINE_BYTES {
+        last = chunk.last().copied().or(last);
+        // One byte more than a line may have: the `\r` of a `\r\n`.
+        if buffer.len() + chunk.len() <= MAX_LINE_BYTES + 1 {
             buffer.extend_from_slice(chunk);
         }
         input.consume(used);
@@ -393,7 +395,7 @@ fn next_line(input: &mut impl BufRead, buffer: &mut Vec<u8>) -> io::Result<Optio
     if !seen_any {
         return Ok(None);
     }
-    if read > MAX_LINE_BYTES {
+    if read - usize::from(last == Some(b'\r')) > MAX_LINE_BYTES {
         return Ok(Some(Line::TooLong));
     }
     if buffer.last() == Some(&b'\r') {
@@ -674,6 +676,16 @@ mod tests {
             r#"{"line":2,"error":"not UTF-8 text (bad byte at 0)"}"#
         );
         assert!(lines[2].starts_with(r#"{"line":3,"error":"the line is longer than 65536"#));
+        // The limit is the line's, without its end: `\n` or `\r\n`.
+        for end in [&b"\n"[..], b"\r\n"] {
+            let mut input = case[..case.len() - 1].to_vec();
+            input.resize(MAX_LINE_BYTES - 1, b' ');
+            input.push(b'}');
+            input.extend_from_slice(end);
+            let mut output = Vec::new();
+            let summary = run_batch(&input[..], &mut output).unwrap();
+            assert_eq!(summary.decided, 1, "{}", String::from_utf8_lossy(&output));
+        }
         let endless = std::iter::repeat_n(0u8, MAX_SKIPPED_BYTES + 2).collect::<Vec<_>>();
         let error = run_batch(&endless[..], &mut Vec::new()).unwrap_err();
         assert!(error.to_string().contains("not JSON lines"), "{error}");

@@ -233,9 +233,12 @@ pub fn derive_seeds(base: u64, count: u32) -> Vec<u64> {
 }
 
 impl SweepSpec {
-    /// Number of grid points.
+    /// Number of grid points; `usize::MAX` for a grid of more (64 axes of two values), which
+    /// no sweep may have.
     pub fn point_count(&self) -> usize {
-        self.axes.iter().map(|axis| axis.values.len()).product()
+        self.axes.iter().fold(1, |count: usize, axis| {
+            count.saturating_mul(axis.values.len())
+        })
     }
 
     /// The values of point `point`, one per axis (first axis slowest).
@@ -565,6 +568,27 @@ mod tests {
         assert_eq!(spec.point_values(2), ["1", "z"]);
         assert_eq!(spec.point_values(3), ["2", "x"]);
         assert_eq!(spec.describe_point(5), "a=2 b=z");
+    }
+
+    /// 64 keys of two values make more points than a `usize` counts: the count saturates
+    /// and the grid is refused, instead of a multiplication that overflows.
+    #[test]
+    fn a_grid_too_large_to_count_is_refused() {
+        let spec = SweepSpec {
+            scenario_path: String::new(),
+            scenario_text: String::new(),
+            fixed: vec![],
+            axes: (0..64)
+                .map(|key| format!("k{key}=a,b").parse().unwrap())
+                .collect(),
+            seeds: 1,
+            policy: String::new(),
+            requirements: vec![],
+            minimize: None,
+        };
+        assert_eq!(spec.point_count(), usize::MAX);
+        let error = spec.prepare().unwrap_err().to_string();
+        assert!(error.contains("at most 1000000"), "{error}");
     }
 
     #[test]

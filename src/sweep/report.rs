@@ -499,6 +499,13 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                     parsed.seed_values.len()
                 ));
             }
+            if let Some(axis) = parsed.spec.axes.iter().find(|axis| axis.values.is_empty()) {
+                return Err(format!(
+                    "{}: the grid key `{}` has no values; the file was edited or is damaged",
+                    folder.join("sweep.json").display(),
+                    axis.key
+                ));
+            }
             manifest = Some((manifest_bytes.clone(), parsed.spec, parsed.seed_values));
         }
         let (first_bytes, spec, seeds) = manifest.as_ref().expect("set above");
@@ -521,7 +528,8 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                 folder.display()
             ));
         }
-        let shard_rows = read_results(&folder.join("results.csv"), spec, seeds)?;
+        let results = folder.join("results.csv");
+        let mut shard_rows = read_results(&results, spec, seeds)?;
         if let Some(row) = shard_rows.iter().find(|row| !shard.owns(row.point)) {
             return Err(format!(
                 "{}: point {} does not belong to shard {shard}",
@@ -529,10 +537,37 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                 row.point
             ));
         }
+        // Each (point, seed) of the shard once: rows are in range and the shard's own, so
+        // without repeats the count tells whether one is missing.
+        shard_rows.sort_by_key(|row| (row.point, row.seed_index));
+        if let Some(pair) = shard_rows
+            .windows(2)
+            .find(|pair| (pair[0].point, pair[0].seed_index) == (pair[1].point, pair[1].seed_index))
+        {
+            return Err(format!(
+                "{}: point {} seed {} is given twice",
+                results.display(),
+                pair[0].point,
+                seeds[pair[0].seed_index]
+            ));
+        }
+        let points = spec
+            .point_count()
+            .saturating_sub(shard.index)
+            .div_ceil(shard.count);
+        let expected = points.saturating_mul(seeds.len());
+        if shard_rows.len() != expected {
+            return Err(format!(
+                "{}: {} rows; shard {shard} has {points} points x {} seeds = {expected} simulations, each once",
+                results.display(),
+                shard_rows.len(),
+                seeds.len()
+            ));
+        }
         shards.push(shard);
         rows.extend(shard_rows);
     }
-    let Some((_, spec, seeds)) = manifest else {
+    let Some((_, spec, _)) = manifest else {
         return Err("merge needs at least one shard folder".into());
     };
     let count = shards[0].count;
@@ -544,17 +579,6 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
         return Err(format!("shards missing: {}", missing.join(", ")));
     }
     rows.sort_by_key(|row| (row.point, row.seed_index));
-    let expected = spec.point_count() * seeds.len();
-    if rows.len() != expected
-        || rows
-            .windows(2)
-            .any(|pair| (pair[0].point, pair[0].seed_index) == (pair[1].point, pair[1].seed_index))
-    {
-        return Err(format!(
-            "the shards hold {} rows; the sweep has {expected} simulations, each once",
-            rows.len()
-        ));
-    }
     Ok((spec, rows))
 }
 

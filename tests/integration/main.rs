@@ -8,6 +8,7 @@ mod decide_command;
 mod decision_properties;
 mod determinism;
 mod examples;
+mod fuzzing;
 mod hedging;
 mod imports;
 mod lessons;
