@@ -17,8 +17,8 @@ use crate::service::ServiceRecord;
 
 use crate::time::{MICROS_PER_SECOND, Micros};
 pub use summary::{
-    Better, HealthRule, Incident, METRICS, Metric, Recovery, ServiceSummary, Summary, Unit, Window,
-    format_metric, metric, metric_index, metric_names, parse_metric,
+    Better, Domain, HealthRule, Incident, METRICS, Metric, Recovery, ServiceSummary, Summary, Unit,
+    Window, format_metric, metric, metric_index, metric_names, parse_metric,
 };
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).

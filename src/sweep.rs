@@ -12,6 +12,7 @@
 //! sharding exact: `--shard K/N` runs only the points `p` with `p % N == K`, and `merge`
 //! rebuilds, from the shards' `results.csv`, the same bytes a single run writes.
 
+pub mod check;
 pub mod report;
 pub mod requirement;
 

@@ -1,5 +1,5 @@
 //! A policy's results in a few numbers, each named for what it measures, and the one table
-//! that says how each is written, which way is better and what it means.
+//! that says how each is written, which values it takes, which way is better and what it means.
 //!
 //! The incident matters to several of them: the trigger (a capacity drop, a load spike) is the
 //! [`Incident`] window; `recovery_s` counts from its end to lasting health by the scenario's
@@ -97,6 +97,21 @@ pub enum Unit {
     Number,
 }
 
+/// The values a metric takes in any run: what `merge` accepts in a shard's `results.csv`
+/// (where an undefined value is empty and an infinite one `never`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Domain {
+    /// 0 or more, always defined; a count ([`Unit::Count`]) is also a whole number.
+    NonNegative,
+    /// A share of the operations: 0 to 1, always defined.
+    Share,
+    /// 0 or more, or undefined: a latency when nothing succeeded, a rate during the incident
+    /// when there is none.
+    NonNegativeOrUndefined,
+    /// Seconds (0 or more), `never`, or undefined when there is no incident: [`Recovery`].
+    Recovery,
+}
+
 /// Which way a metric is better.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {
@@ -116,6 +131,8 @@ pub struct Metric {
     pub name: &'static str,
     /// How it is written.
     pub unit: Unit,
+    /// The values it takes in a run.
+    pub domain: Domain,
     /// Which way is better.
     pub better: Better,
     /// Its value: NaN where undefined (no successful operation has no latency), infinity for a
@@ -130,6 +147,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "operations",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Neither,
         value: |s| s.operations as f64,
         meaning: "Operations started: one per call a client made, however many attempts it took.",
@@ -137,6 +155,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "succeeded",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Higher,
         value: |s| s.succeeded as f64,
         meaning: "Operations that succeeded.",
@@ -144,6 +163,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "success_rate",
         unit: Unit::Number,
+        domain: Domain::Share,
         better: Better::Higher,
         value: |s| s.success_rate,
         meaning: "Operations that succeeded, as a share of those started.",
@@ -151,6 +171,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "goodput_rps",
         unit: Unit::Number,
+        domain: Domain::NonNegative,
         better: Better::Higher,
         value: |s| s.goodput_rps,
         meaning: "Operations that succeeded, per second of arrivals: the useful work done.",
@@ -158,6 +179,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "attempts",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.attempts as f64,
         meaning: "Requests the clients sent: first attempts and retries.",
@@ -165,6 +187,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "status_checks",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.status_checks as f64,
         meaning: "Requests to status endpoints, asking whether a write happened.",
@@ -172,6 +195,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "amplification",
         unit: Unit::Number,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.amplification,
         meaning: "Requests the service received per operation: attempts plus status checks, divided by operations. 1 means no retries.",
@@ -179,6 +203,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "duplicate_writes",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.duplicate_writes as f64,
         meaning: "Writes committed beyond the first for one logical operation: a customer charged twice.",
@@ -186,6 +211,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "unknown_results",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.unknown_results as f64,
         meaning: "Operations that ended with their outcome unknown: the write may or may not have happened, and someone has to reconcile it.",
@@ -193,6 +219,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "timeouts",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.timeouts as f64,
         meaning: "Attempts whose client stopped waiting before an answer came.",
@@ -200,6 +227,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "mean_ms",
         unit: Unit::Number,
+        domain: Domain::NonNegativeOrUndefined,
         better: Better::Lower,
         value: |s| s.mean_ms.unwrap_or(f64::NAN),
         meaning: "Mean latency of the operations that succeeded, from the first attempt to the answer, in milliseconds.",
@@ -207,6 +235,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "p50_ms",
         unit: Unit::Number,
+        domain: Domain::NonNegativeOrUndefined,
         better: Better::Lower,
         value: |s| s.p50_ms.unwrap_or(f64::NAN),
         meaning: "Median latency of the operations that succeeded, in milliseconds.",
@@ -214,6 +243,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "p99_ms",
         unit: Unit::Number,
+        domain: Domain::NonNegativeOrUndefined,
         better: Better::Lower,
         value: |s| s.p99_ms.unwrap_or(f64::NAN),
         meaning: "99th percentile latency of the operations that succeeded, in milliseconds.",
@@ -221,6 +251,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "max_ms",
         unit: Unit::Number,
+        domain: Domain::NonNegativeOrUndefined,
         better: Better::Lower,
         value: |s| s.max_ms.unwrap_or(f64::NAN),
         meaning: "The slowest operation that succeeded, in milliseconds: when every client starts at once, the time until the last one is done.",
@@ -228,6 +259,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "peak_incident_rps",
         unit: Unit::Number,
+        domain: Domain::NonNegativeOrUndefined,
         better: Better::Lower,
         value: |s| s.peak_incident_rps,
         meaning: "The highest rate of attempts in any time bucket during the incident; undefined without one.",
@@ -235,6 +267,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "peak_after_rps",
         unit: Unit::Number,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.peak_after_rps,
         meaning: "The highest rate of attempts in any time bucket after the incident: the height of the second wave.",
@@ -242,6 +275,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "incident_goodput_rps",
         unit: Unit::Number,
+        domain: Domain::NonNegativeOrUndefined,
         better: Better::Higher,
         value: |s| s.incident_goodput_rps,
         meaning: "Operations that succeeded per second during the incident; undefined without one.",
@@ -249,6 +283,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "incident_failed",
         unit: Unit::Count,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.incident_failed as f64,
         meaning: "Operations that ended without success during the incident.",
@@ -256,6 +291,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "wasted_work_s",
         unit: Unit::Number,
+        domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.wasted_work_s,
         meaning: "Worker-seconds the services spent on requests whose caller had already given up.",
@@ -263,6 +299,7 @@ pub const METRICS: [Metric; 20] = [
     Metric {
         name: "recovery_s",
         unit: Unit::Number,
+        domain: Domain::Recovery,
         better: Better::Lower,
         value: |s| s.recovery_s.seconds(),
         meaning: "Seconds from the end of the incident until the system is healthy for good by the scenario's health rule; \"never\" if it is not healthy by the end of arrivals; undefined (empty, null, -) in a scenario without an incident.",
@@ -298,14 +335,17 @@ pub fn format_metric(metric: &Metric, value: f64) -> String {
     }
 }
 
-/// Reads a metric back from its text.
+/// Reads a metric back from its text: empty is undefined (NaN), `never` infinity, anything else
+/// a finite number (`NaN` or `inf` spelled out are not what [`format_metric`] writes).
 pub fn parse_metric(text: &str) -> Result<f64, String> {
     match text {
         "" => Ok(f64::NAN),
         "never" => Ok(f64::INFINITY),
         _ => text
             .parse()
-            .map_err(|_| format!("{text:?} is not a metric value")),
+            .ok()
+            .filter(|value: &f64| value.is_finite())
+            .ok_or_else(|| format!("{text:?} is not a metric value")),
     }
 }
 

@@ -18,6 +18,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::check::{check_metrics, manifest_differences};
 use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric};
 use crate::charts::heatmap::{self, HeatmapData};
 use crate::charts::{ChartError, Format};
@@ -62,24 +63,16 @@ pub fn mean_and_interval(values: &[f64]) -> (f64, f64) {
     if values.iter().any(|value| value.is_infinite()) {
         return (f64::INFINITY, f64::NAN);
     }
-    let defined: Vec<f64> = values
-        .iter()
-        .copied()
-        .filter(|value| !value.is_nan())
-        .collect();
-    let n = defined.len();
+    let defined = || values.iter().copied().filter(|value| !value.is_nan());
+    let n = defined().count();
     if n == 0 {
         return (f64::NAN, f64::NAN);
     }
-    let mean = defined.iter().sum::<f64>() / n as f64;
+    let mean = defined().sum::<f64>() / n as f64;
     if n < 2 {
         return (mean, f64::NAN);
     }
-    let variance = defined
-        .iter()
-        .map(|value| (value - mean).powi(2))
-        .sum::<f64>()
-        / (n - 1) as f64;
+    let variance = defined().map(|value| (value - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
     (mean, t_quantile(n - 1) * (variance / n as f64).sqrt())
 }
 
@@ -124,7 +117,8 @@ pub fn results_csv(spec: &SweepSpec, seeds: &[u64], rows: &[ResultRow]) -> Vec<u
     csv_bytes(&results_header(spec), &lines)
 }
 
-/// Reads `results.csv` back into rows, checking them against the sweep.
+/// Reads `results.csv` back into rows, checking them against the sweep: a point and a seed it
+/// has, the point's grid values, and metrics a run can produce ([`check_metrics`]).
 pub fn read_results(
     path: &Path,
     spec: &SweepSpec,
@@ -143,9 +137,20 @@ pub fn read_results(
     }
     let axes = spec.axes.len();
     let mut rows = Vec::new();
-    for (line, record) in reader.records().enumerate() {
-        let record = record.map_err(|error| format!("{where_}: {error}"))?;
-        let bad = |what: &str| format!("{where_}:{}: {what}", line + 2);
+    for record in reader.records() {
+        let record = record.map_err(|error| match error.kind() {
+            csv::ErrorKind::UnequalLengths {
+                pos: Some(pos),
+                expected_len,
+                len,
+            } => format!(
+                "{where_}:{}: {len} fields; the header has {expected_len}",
+                pos.line()
+            ),
+            _ => format!("{where_}: {error}"),
+        })?;
+        let line = record.position().map_or(0, csv::Position::line);
+        let bad = |what: &str| format!("{where_}:{line}: {what}");
         let point: usize = record[0].parse().map_err(|_| bad("bad point"))?;
         let seed: u64 = record[1].parse().map_err(|_| bad("bad seed"))?;
         let seed_index = seeds
@@ -155,10 +160,17 @@ pub fn read_results(
         if point >= spec.point_count() {
             return Err(bad("a point this sweep does not have"));
         }
-        let metrics: Vec<String> = record.iter().skip(2 + axes).map(str::to_string).collect();
-        for value in &metrics {
-            parse_metric(value).map_err(|error| bad(&error))?;
+        let grid = record.iter().skip(2).zip(spec.point_values(point));
+        for (axis, (value, expected)) in spec.axes.iter().zip(grid) {
+            if value != expected {
+                return Err(bad(&format!(
+                    "{} is {value:?}, but point {point} of this sweep has {expected:?}",
+                    axis.key
+                )));
+            }
         }
+        let metrics: Vec<String> = record.iter().skip(2 + axes).map(str::to_string).collect();
+        check_metrics(&metrics).map_err(|error| bad(&error))?;
         rows.push(ResultRow {
             point,
             seed_index,
@@ -171,28 +183,31 @@ pub fn read_results(
 /// Per point: mean and interval half-width of each metric.
 struct Aggregate {
     /// `[point][metric] = (mean, half width)`.
-    values: Vec<Vec<(f64, f64)>>,
+    values: Vec<[(f64, f64); METRICS.len()]>,
 }
 
 impl Aggregate {
+    /// From `rows` ordered by point (as [`merge`] and [`PreparedSweep::run`] return them), in
+    /// one pass over them: a million points cost a million steps, not a million passes.
     fn new(points: usize, rows: &[ResultRow]) -> Aggregate {
-        let values = (0..points)
-            .map(|point| {
-                let of_point: Vec<&ResultRow> =
-                    rows.iter().filter(|row| row.point == point).collect();
-                (0..METRICS.len())
-                    .map(|metric| {
-                        let samples: Vec<f64> = of_point
-                            .iter()
-                            .map(|row| {
-                                parse_metric(&row.metrics[metric]).expect("checked when read")
-                            })
-                            .collect();
-                        mean_and_interval(&samples)
-                    })
-                    .collect()
-            })
-            .collect();
+        debug_assert!(rows.is_sorted_by_key(|row| row.point));
+        let mut groups = rows.chunk_by(|a, b| a.point == b.point).peekable();
+        let mut samples = Vec::new();
+        let mut values = Vec::with_capacity(points);
+        for point in 0..points {
+            let of_point = groups
+                .next_if(|group| group[0].point == point)
+                .unwrap_or_default();
+            values.push(std::array::from_fn(|metric| {
+                samples.clear();
+                samples.extend(
+                    of_point
+                        .iter()
+                        .map(|row| parse_metric(&row.metrics[metric]).expect("checked when read")),
+                );
+                mean_and_interval(&samples)
+            }));
+        }
         Aggregate { values }
     }
 
@@ -510,10 +525,11 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
         }
         let (first_bytes, spec, seeds) = manifest.as_ref().expect("set above");
         if *first_bytes != manifest_bytes {
+            let first = folders[0].display().to_string();
             return Err(format!(
-                "{}: this shard belongs to a different sweep than {}",
+                "{}: this shard belongs to a different sweep than {first}: {}",
                 folder.display(),
-                folders[0].display()
+                manifest_differences(&manifest_bytes, first_bytes, &first)
             ));
         }
         if shards.iter().any(|seen| seen.count != shard.count) {

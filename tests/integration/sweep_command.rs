@@ -3,6 +3,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use retrystorm::metrics::METRICS;
+use retrystorm::sweep::check::check_metrics;
+
+use crate::support::assert_contains;
 
 fn retrystorm(args: &[&str], threads: &str) -> Output {
     Command::new(env!("CARGO_BIN_EXE_retrystorm"))
@@ -52,6 +58,85 @@ fn sweep(out: &Path, extra: &[&str], threads: &str) -> Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// The shards of the small sweep in three, as `--shard` names their folders.
+const SHARDS: [&str; 3] = ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"];
+
+/// The folder of the small sweep's three shards, run once for every test that reads them.
+fn shards() -> &'static Path {
+    static SHARDS_RUN: OnceLock<PathBuf> = OnceLock::new();
+    SHARDS_RUN.get_or_init(|| {
+        let sharded = fresh("sweep-sharded");
+        for shard in ["0/3", "1/3", "2/3"] {
+            sweep(&sharded, &["--shard", shard], "2");
+        }
+        sharded.join("tuning-shards")
+    })
+}
+
+/// A copy of the three shards in the fresh folder `name`, to edit.
+fn shards_to_edit(name: &str) -> PathBuf {
+    let edited = fresh(name);
+    for shard in SHARDS {
+        let target = edited.join(shard);
+        std::fs::create_dir_all(&target).unwrap();
+        for file in ["results.csv", "sweep.json", "shard.json"] {
+            std::fs::copy(shards().join(shard).join(file), target.join(file)).unwrap();
+        }
+    }
+    edited
+}
+
+/// Merges the three shards in `folder`, which must be refused; the message.
+fn merge_refused(folder: &Path) -> String {
+    let folders: Vec<String> = SHARDS
+        .iter()
+        .map(|shard| folder.join(shard).display().to_string())
+        .collect();
+    let out = folder.join("merged").display().to_string();
+    let mut args = vec!["merge"];
+    args.extend(folders.iter().map(String::as_str));
+    args.extend(["--out", &out]);
+    let output = retrystorm(&args, "1");
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The cells of line `line` (1 the header) of a CSV text without quotes, by column name.
+fn cells(text: &str, line: usize) -> Vec<(String, String)> {
+    let mut lines = text.lines();
+    let header = lines.next().unwrap().split(',');
+    let row = lines.nth(line - 2).unwrap().split(',');
+    header
+        .zip(row)
+        .map(|(name, value)| (name.to_string(), value.to_string()))
+        .collect()
+}
+
+/// `text` (a CSV text without quotes) with `column` on line `line` set to `value`.
+fn with_cell(text: &str, line: usize, column: &str, value: &str) -> String {
+    let row = cells(text, line);
+    assert!(row.iter().any(|(name, _)| name == column), "{column}");
+    let edited: Vec<String> = row
+        .into_iter()
+        .map(|(name, old)| {
+            if name == column {
+                value.to_string()
+            } else {
+                old
+            }
+        })
+        .collect();
+    let edited = edited.join(",");
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[line - 1] = &edited;
+    lines.join("\n") + "\n"
 }
 
 fn files(folder: &Path) -> Vec<(String, Vec<u8>)> {
@@ -165,11 +250,7 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
         files(&single_thread.join("tuning-sweep"))
     );
 
-    let sharded = fresh("sweep-sharded");
-    for shard in ["0/3", "1/3", "2/3"] {
-        sweep(&sharded, &["--shard", shard], "2");
-    }
-    let parts = sharded.join("tuning-shards");
+    let parts = shards();
     let merged = fresh("sweep-merged");
     let output = retrystorm(
         &[
@@ -226,26 +307,7 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
 
     // Edited files are refused with what is wrong, not a panic: a shard count of zero, and a
     // manifest whose seed count disagrees with its seeds.
-    let edited = fresh("sweep-edited");
-    for shard in ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"] {
-        let target = edited.join(shard);
-        std::fs::create_dir_all(&target).unwrap();
-        for file in ["results.csv", "sweep.json", "shard.json"] {
-            std::fs::copy(parts.join(shard).join(file), target.join(file)).unwrap();
-        }
-    }
-    let merge_edited = || {
-        let folders: Vec<String> = ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"]
-            .iter()
-            .map(|shard| edited.join(shard).to_str().unwrap().to_string())
-            .collect();
-        let mut args = vec!["merge"];
-        args.extend(folders.iter().map(String::as_str));
-        args.extend(["--out", merged.to_str().unwrap()]);
-        let output = retrystorm(&args, "1");
-        assert_eq!(output.status.code(), Some(1));
-        String::from_utf8_lossy(&output.stderr).into_owned()
-    };
+    let edited = shards_to_edit("sweep-edited");
     let shard_json = edited.join("shard-0-of-3").join("shard.json");
     let original = std::fs::read_to_string(&shard_json).unwrap();
     std::fs::write(
@@ -253,19 +315,299 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
         original.replace("\"count\": 3", "\"count\": 0"),
     )
     .unwrap();
-    let message = merge_edited();
+    let message = merge_refused(&edited);
     assert!(
         message.contains("shard.json") && message.contains("1 <= N"),
         "{message}"
     );
     std::fs::write(&shard_json, original).unwrap();
-    for shard in ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"] {
+    for shard in SHARDS {
         let manifest = edited.join(shard).join("sweep.json");
         let text = std::fs::read_to_string(&manifest).unwrap();
         std::fs::write(&manifest, text.replacen("\"seeds\": 2", "\"seeds\": 5", 1)).unwrap();
     }
-    let message = merge_edited();
+    let message = merge_refused(&edited);
     assert!(message.contains("seed_values"), "{message}");
+}
+
+/// Every value `merge` reads is one a run can produce: a count a whole number, 0 or more; a
+/// share within 0 and 1; `never` only for a recovery; empty only where a metric may be
+/// undefined; a number spelled as one. An edited or damaged shard would otherwise flow into the
+/// means and the recommendation; the message names the file, the line and the column.
+#[test]
+fn merge_refuses_values_no_run_produces() {
+    let edited = shards_to_edit("sweep-bad-values");
+    let results = edited.join("shard-1-of-3").join("results.csv");
+    let original = std::fs::read_to_string(&results).unwrap();
+    let cases = [
+        (
+            "operations",
+            "2.5",
+            "operations is \"2.5\": a count is a whole number",
+        ),
+        (
+            "duplicate_writes",
+            "-1",
+            "duplicate_writes is \"-1\": it is never negative",
+        ),
+        (
+            "success_rate",
+            "1.5",
+            "success_rate is \"1.5\": a share is at most 1",
+        ),
+        (
+            "wasted_work_s",
+            "-0.5",
+            "wasted_work_s is \"-0.5\": it is never negative",
+        ),
+        (
+            "p99_ms",
+            "never",
+            "p99_ms is \"never\": only a recovery can be never",
+        ),
+        (
+            "amplification",
+            "",
+            "amplification is \"\": every run defines it",
+        ),
+        ("attempts", "", "attempts is \"\": every run defines it"),
+        (
+            "goodput_rps",
+            "NaN",
+            "goodput_rps: \"NaN\" is not a metric value",
+        ),
+        ("mean_ms", "inf", "mean_ms: \"inf\" is not a metric value"),
+    ];
+    for (column, value, expected) in cases {
+        std::fs::write(&results, with_cell(&original, 3, column, value)).unwrap();
+        let message = merge_refused(&edited);
+        assert_contains(&message, &[&format!("{}:3: ", results.display()), expected]);
+    }
+}
+
+/// The metrics of a row must agree as every run's do: an operation ends once (succeeded plus
+/// unknown results, or plus failures during the incident, are at most the operations); the
+/// success rate and the amplification are their counts over the operations; a request times
+/// out at most once; latencies exist exactly when something succeeded, and the median is at
+/// most the p99 and the mean at most the maximum; an incident has both a peak and a recovery.
+/// An edit that keeps each value plausible but breaks one of these is refused, naming the
+/// relation and the values of its columns.
+#[test]
+fn merge_refuses_rows_whose_metrics_disagree() {
+    let edited = shards_to_edit("sweep-inconsistent");
+    let results = edited.join("shard-1-of-3").join("results.csv");
+    let original = std::fs::read_to_string(&results).unwrap();
+    let row = cells(&original, 3);
+    let value = |column: &str| -> f64 {
+        let (_, text) = row.iter().find(|(name, _)| name == column).unwrap();
+        text.parse().unwrap()
+    };
+    assert!(
+        value("succeeded") > 0.0 && value("peak_incident_rps") > 0.0,
+        "{row:?}"
+    );
+    // A count plus `by`, as a count is written.
+    let plus = |column: &str, by: f64| format!("{}", value(column) + by);
+    let cases = [
+        (
+            "succeeded",
+            plus("operations", 1.0),
+            "succeeded + unknown_results <= operations does not hold",
+        ),
+        (
+            "incident_failed",
+            plus("operations", 0.0),
+            "succeeded + incident_failed <= operations does not hold",
+        ),
+        (
+            "success_rate",
+            format!("{:.6}", value("success_rate") / 2.0),
+            "success_rate = succeeded / operations (0 without operations) does not hold",
+        ),
+        (
+            "amplification",
+            format!("{:.6}", value("amplification") + 0.5),
+            "amplification = (attempts + status_checks) / operations (0 without operations) does not hold",
+        ),
+        (
+            "timeouts",
+            plus("attempts", value("status_checks") + 1.0),
+            "timeouts <= attempts + status_checks does not hold",
+        ),
+        (
+            "p99_ms",
+            String::new(),
+            "mean_ms, p50_ms, p99_ms and max_ms are defined exactly when succeeded > 0 does not hold",
+        ),
+        (
+            "p50_ms",
+            format!("{:.6}", value("p99_ms") + 1.0),
+            "p50_ms <= p99_ms and mean_ms <= max_ms does not hold",
+        ),
+        (
+            "recovery_s",
+            String::new(),
+            "peak_incident_rps and recovery_s are both defined (an incident) or both empty (none) does not hold",
+        ),
+    ];
+    for (column, value, relation) in &cases {
+        std::fs::write(&results, with_cell(&original, 3, column, value)).unwrap();
+        let message = merge_refused(&edited);
+        let shown = if value.is_empty() { "(empty)" } else { value };
+        assert_contains(
+            &message,
+            &[
+                &format!("{}:3: {relation}: ", results.display()),
+                &format!("{column}={shown}"),
+            ],
+        );
+    }
+}
+
+/// The relations `merge` enforces hold in every row of every committed example, whose
+/// scenarios include incidents, status checks, duplicates and unknown results: a change to the
+/// engine that breaks one shows here, not as a shard refused.
+#[test]
+fn every_committed_example_passes_the_checks_merge_makes() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("output");
+    let mut rows = 0;
+    for entry in std::fs::read_dir(&root).unwrap() {
+        let path = entry.unwrap().path().join("summary.csv");
+        if !path.exists() {
+            continue;
+        }
+        let mut reader = csv::Reader::from_path(&path).unwrap();
+        let header = reader.headers().unwrap().clone();
+        let columns: Vec<usize> = METRICS
+            .iter()
+            .map(|metric| header.iter().position(|name| name == metric.name).unwrap())
+            .collect();
+        for record in reader.records() {
+            let record = record.unwrap();
+            let metrics: Vec<String> = columns
+                .iter()
+                .map(|&column| record[column].to_string())
+                .collect();
+            let line = record.position().unwrap().line();
+            check_metrics(&metrics)
+                .unwrap_or_else(|error| panic!("{}:{line}: {error}", path.display()));
+            rows += 1;
+        }
+    }
+    assert!(rows >= 30, "{rows} rows");
+}
+
+/// A row's grid values are the point's: `merge` rebuilds them from the manifest when it writes
+/// the merged files, so a row that says otherwise would have its values silently replaced.
+/// It is refused, with the file, the line, the column, and both values.
+#[test]
+fn merge_refuses_grid_values_that_are_not_the_points() {
+    let edited = shards_to_edit("sweep-bad-grid");
+    let results = edited.join("shard-1-of-3").join("results.csv");
+    let original = std::fs::read_to_string(&results).unwrap();
+    let row = cells(&original, 3);
+    let (_, point) = &row[0];
+    let (_, base) = row.iter().find(|(name, _)| name == "policy.base").unwrap();
+    let other = if base == "50ms" { "400ms" } else { "50ms" };
+    std::fs::write(&results, with_cell(&original, 3, "policy.base", other)).unwrap();
+    let message = merge_refused(&edited);
+    assert_contains(
+        &message,
+        &[&format!(
+            "{}:3: policy.base is \"{other}\", but point {point} of this sweep has \"{base}\"",
+            results.display()
+        )],
+    );
+}
+
+/// A row with a field too few is refused with its line and both counts, not csv's own wording.
+#[test]
+fn merge_refuses_a_row_of_the_wrong_length() {
+    let edited = shards_to_edit("sweep-short-row");
+    let results = edited.join("shard-2-of-3").join("results.csv");
+    let original = std::fs::read_to_string(&results).unwrap();
+    let mut lines: Vec<&str> = original.lines().collect();
+    let fields = lines[0].split(',').count();
+    let short = lines[3].rsplit_once(',').unwrap().0.to_string();
+    lines[3] = &short;
+    std::fs::write(&results, lines.join("\n") + "\n").unwrap();
+    let message = merge_refused(&edited);
+    assert_contains(
+        &message,
+        &[&format!(
+            "{}:4: {} fields; the header has {fields}",
+            results.display(),
+            fields - 1
+        )],
+    );
+}
+
+/// Shards of different sweeps are refused, and the message says what differs between their
+/// manifests, so that whoever ran them knows which run to redo: a top-level field with both
+/// values, a grid key (or a `--set`) by its key, the scenario's text by the line where it first
+/// differs, and a file written differently with the same values as such.
+#[test]
+fn merge_says_how_two_sweeps_differ() {
+    let edited = shards_to_edit("sweep-different");
+    let first = edited.join("shard-0-of-3").display().to_string();
+    let manifest = edited.join("shard-1-of-3").join("sweep.json");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let scenario = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tuning.toml"),
+    )
+    .unwrap();
+    let seed_line = 1 + scenario
+        .lines()
+        .position(|line| line == "seed = 7")
+        .expect("the tuning scenario's seed");
+    let cases = [
+        (
+            original.replacen("\"seeds\": 2", "\"seeds\": 3", 1),
+            format!("seeds: 3 here, 2 in {first}"),
+        ),
+        (
+            original.replacen("\"400ms\"", "\"300ms\"", 1),
+            format!(
+                "axes policy.base: [\"50ms\",\"200ms\",\"300ms\"] here, [\"50ms\",\"200ms\",\"400ms\"] in {first}"
+            ),
+        ),
+        (
+            original.replacen("\"16s\"", "\"20s\"", 1),
+            format!("fixed duration: \"20s\" here, \"16s\" in {first}"),
+        ),
+        (
+            original.replacen("seed = 7", "seed = 8", 1),
+            format!("the scenario file's text differs (first difference at line {seed_line})"),
+        ),
+        (
+            original.replacen(
+                "success_rate>=0.95",
+                &format!("success_rate>=0.95{}", "5".repeat(80)),
+                1,
+            ),
+            // 60 characters at most: 57 and an ellipsis.
+            format!(
+                "requirements: [\"success_rate>=0.95{}... here",
+                "5".repeat(37)
+            ),
+        ),
+        (
+            original.replacen("{", "{ ", 1),
+            "the same values, written differently".to_string(),
+        ),
+    ];
+    for (text, expected) in cases {
+        assert_ne!(text, original, "{expected}");
+        std::fs::write(&manifest, text).unwrap();
+        let message = merge_refused(&edited);
+        assert_contains(
+            &message,
+            &[
+                &format!("shard-1-of-3: this shard belongs to a different sweep than {first}: "),
+                &expected,
+            ],
+        );
+    }
 }
 
 #[test]
