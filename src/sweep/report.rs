@@ -521,6 +521,18 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                     axis.key
                 ));
             }
+            let derived = parsed
+                .spec
+                .seed_values()
+                .map_err(|error| format!("{}: {error}", folder.join("sweep.json").display()))?;
+            if derived != parsed.seed_values {
+                return Err(format!(
+                    "{}: `seed_values` {:?} are not the seeds {:?} this sweep derives from its scenario; the file was edited or is damaged",
+                    folder.join("sweep.json").display(),
+                    parsed.seed_values,
+                    derived
+                ));
+            }
             manifest = Some((manifest_bytes.clone(), parsed.spec, parsed.seed_values));
         }
         let (first_bytes, spec, seeds) = manifest.as_ref().expect("set above");

@@ -328,6 +328,21 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
     }
     let message = merge_refused(&edited);
     assert!(message.contains("seed_values"), "{message}");
+    // The same seeds in another order, in every shard alike: the rows would carry the wrong
+    // seeds, so the manifest's seeds must be the ones the scenario derives.
+    for shard in SHARDS {
+        let manifest = edited.join(shard).join("sweep.json");
+        let mut json: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+        json["seeds"] = 2.into();
+        json["seed_values"].as_array_mut().unwrap().reverse();
+        std::fs::write(&manifest, serde_json::to_vec_pretty(&json).unwrap()).unwrap();
+    }
+    let message = merge_refused(&edited);
+    assert!(
+        message.contains("are not the seeds") && message.contains("derives from its scenario"),
+        "{message}"
+    );
 }
 
 /// Every value `merge` reads is one a run can produce: a count a whole number, 0 or more; a
@@ -748,6 +763,30 @@ fn a_sweep_tunes_a_tiers_retries() {
         String::from_utf8_lossy(&refused.stderr).contains("would change nothing"),
         "{}",
         String::from_utf8_lossy(&refused.stderr)
+    );
+
+    // A policy with `overrides` can be tuned on another key, though the scenario's claims name
+    // policies the sweep leaves out (this panicked when the point was run).
+    let tuned = retrystorm(
+        &[
+            "sweep",
+            "scenarios/retry-layers.toml",
+            "--policy",
+            "only the clients retry",
+            "--grid",
+            "policy.base=50ms,100ms",
+            "--seeds",
+            "1",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "2",
+    );
+    assert!(
+        tuned.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tuned.stderr)
     );
 }
 
