@@ -28,7 +28,7 @@ fn finalize_sweep(c: &mut Criterion) {
         minimize: Some("p99_ms".into()),
     };
     let prepared = spec.prepare().expect("a valid sweep");
-    let rows: Vec<ResultRow> = (0..prepared.points.len())
+    let rows: Vec<ResultRow> = (0..prepared.costs.len())
         .flat_map(|point| {
             (0..prepared.seeds.len()).map(move |seed_index| ResultRow {
                 point,

@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cost::Estimate;
+use crate::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::engine::Quiet;
 use crate::metrics::{METRICS, format_metric};
 use crate::model::Model;
@@ -200,15 +200,19 @@ impl fmt::Display for SweepError {
 
 impl std::error::Error for SweepError {}
 
-/// A sweep whose every point has been built and validated.
+/// A sweep whose every point has been built and validated. The points' scenarios are built
+/// again when they run rather than kept (a scenario takes kilobytes; a million-point grid
+/// kept them all in gigabytes); what the sweep needs of each beforehand is its cost.
 #[derive(Debug, Clone)]
 pub struct PreparedSweep {
     /// The definition.
     pub spec: SweepSpec,
+    /// The scenario's name.
+    pub name: String,
     /// The seeds, in order.
     pub seeds: Vec<u64>,
-    /// The scenario of each point, reduced to the tuned policy.
-    pub points: Vec<Scenario>,
+    /// The cost of one simulation of each point.
+    pub costs: Vec<PolicyCost>,
     /// Parsed requirements.
     pub requirements: Vec<Requirement>,
     /// The metric to minimise.
@@ -409,13 +413,21 @@ impl SweepSpec {
                 axis.key, self.policy, axis.key
             )));
         }
-        let points = (0..self.point_count())
-            .map(|point| self.scenario_for(point))
-            .collect::<Result<Vec<_>, _>>()?;
+        // Built in parallel; the first invalid point in grid order is the one reported.
+        let built: Vec<Result<PolicyCost, SweepError>> = (0..self.point_count())
+            .into_par_iter()
+            .map(|point| {
+                let scenario = self.scenario_for(point)?;
+                let mut cost = Estimate::of(&scenario, 1).policies;
+                Ok(cost.pop().expect("a point has the tuned policy"))
+            })
+            .collect();
+        let costs = built.into_iter().collect::<Result<Vec<_>, _>>()?;
         Ok(PreparedSweep {
             seeds: derive_seeds(base.seed, self.seeds),
+            name: base.name.to_string(),
             spec: self,
-            points,
+            costs,
             requirements,
             minimize,
         })
@@ -466,41 +478,41 @@ pub struct ResultRow {
 
 impl PreparedSweep {
     /// Runs the (point, seed) simulations of `shard`, in parallel; `done` counts finished
-    /// simulations, for a progress bar. Rows come back ordered by point, then seed.
-    pub fn run(&self, shard: Shard, done: &AtomicUsize) -> Vec<ResultRow> {
-        let jobs: Vec<(usize, usize)> = (0..self.points.len())
+    /// simulations, for a progress bar. Rows come back ordered by point, then seed. A point is
+    /// built again from the scenario's text, so only a config it imports can fail now, if it
+    /// changed on disk since the sweep was prepared.
+    pub fn run(&self, shard: Shard, done: &AtomicUsize) -> Result<Vec<ResultRow>, SweepError> {
+        let jobs: Vec<(usize, usize)> = (0..self.costs.len())
             .filter(|&point| shard.owns(point))
             .flat_map(|point| (0..self.seeds.len()).map(move |seed_index| (point, seed_index)))
             .collect();
         jobs.par_iter()
             .map(|&(point, seed_index)| {
-                let scenario = &self.points[point];
-                let mut model = Model::new(scenario, &scenario.policy[0]);
+                let scenario = self.spec.scenario_for(point)?;
+                let mut model = Model::new(&scenario, &scenario.policy[0]);
                 model.seed = self.seeds[seed_index];
                 let summary = run_model(String::new(), model, &mut Quiet).summary;
                 done.fetch_add(1, Ordering::Relaxed);
-                ResultRow {
+                Ok(ResultRow {
                     point,
                     seed_index,
                     metrics: METRICS
                         .iter()
                         .map(|metric| format_metric(metric, (metric.value)(&summary)))
                         .collect(),
-                }
+                })
             })
             .collect()
     }
 
     /// What the simulations of `shard` will cost, `threads` at a time.
     pub fn estimate(&self, shard: Shard, threads: usize) -> Estimate {
-        let policies = (0..self.points.len())
+        let policies: Vec<PolicyCost> = (0..self.costs.len())
             .filter(|&point| shard.owns(point))
-            .flat_map(|point| {
-                let cost = Estimate::of(&self.points[point], 1).policies;
-                std::iter::repeat_n(cost, self.seeds.len()).flatten()
-            })
+            .flat_map(|point| std::iter::repeat_n(self.costs[point].clone(), self.seeds.len()))
             .collect();
         Estimate {
+            results_bytes: policies.len() as f64 * BYTES_PER_SWEEP_ROW,
             policies,
             threads: threads.max(1),
         }
@@ -508,7 +520,7 @@ impl PreparedSweep {
 
     /// Simulations in `shard`.
     pub fn simulations(&self, shard: Shard) -> usize {
-        (0..self.points.len())
+        (0..self.costs.len())
             .filter(|&point| shard.owns(point))
             .count()
             * self.seeds.len()

@@ -129,11 +129,15 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     let progress = Progress::start(simulations, Arc::clone(&done));
     let rows = prepared.run(shard, &done);
     progress.stop();
+    let rows = match rows {
+        Ok(rows) => rows,
+        Err(error) => return fail(error),
+    };
     let wall = started.elapsed();
     writeln!(
         io::stdout(),
         "{}: {} points x {} seed{}; ran {simulations} simulations{}",
-        prepared.points[0].name,
+        prepared.name,
         prepared.spec.point_count(),
         prepared.seeds.len(),
         if prepared.seeds.len() == 1 { "" } else { "s" },
@@ -146,7 +150,7 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     if shard != Shard::WHOLE {
         let folder = args
             .out
-            .join(format!("{}-shards", prepared.points[0].name))
+            .join(format!("{}-shards", prepared.name))
             .join(format!("shard-{}-of-{}", shard.index, shard.count));
         write_all(&folder, "shard.json", &shard_files(&prepared, shard, &rows))?;
         writeln!(
@@ -162,7 +166,7 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         };
         match finalize(&prepared, &rows, &formats) {
             Ok((files, recommendation)) => {
-                let sweep_folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
+                let sweep_folder = args.out.join(format!("{}-sweep", prepared.name));
                 write_all(&sweep_folder, "sweep.json", &files)?;
                 writeln!(
                     io::stdout(),
@@ -205,7 +209,7 @@ pub fn merge_shards(args: &MergeArgs) -> io::Result<ExitCode> {
         Ok(finished) => finished,
         Err(error) => return fail(error),
     };
-    let folder = args.out.join(format!("{}-sweep", prepared.points[0].name));
+    let folder = args.out.join(format!("{}-sweep", prepared.name));
     write_all(&folder, "sweep.json", &files)?;
     writeln!(
         io::stdout(),

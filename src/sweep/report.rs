@@ -86,11 +86,13 @@ fn aggregate_text(value: f64) -> String {
     }
 }
 
-fn csv_bytes(header: &[String], rows: &[Vec<String>]) -> Vec<u8> {
+/// A CSV file of `header` and `rows`, each row made as it is written (a million-point sweep
+/// would otherwise hold every field as a string of its own at once).
+fn csv_bytes(header: &[String], rows: impl Iterator<Item = Vec<String>>) -> Vec<u8> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(header).expect("writing to memory");
     for row in rows {
-        writer.write_record(row).expect("writing to memory");
+        writer.write_record(&row).expect("writing to memory");
     }
     writer.into_inner().expect("writing to memory")
 }
@@ -105,16 +107,13 @@ fn results_header(spec: &SweepSpec) -> Vec<String> {
 
 /// `results.csv` for `rows`, which are ordered by point and seed.
 pub fn results_csv(spec: &SweepSpec, seeds: &[u64], rows: &[ResultRow]) -> Vec<u8> {
-    let lines: Vec<Vec<String>> = rows
-        .iter()
-        .map(|row| {
-            let mut line = vec![row.point.to_string(), seeds[row.seed_index].to_string()];
-            line.extend(spec.point_values(row.point).into_iter().map(str::to_string));
-            line.extend(row.metrics.iter().cloned());
-            line
-        })
-        .collect();
-    csv_bytes(&results_header(spec), &lines)
+    let lines = rows.iter().map(|row| {
+        let mut line = vec![row.point.to_string(), seeds[row.seed_index].to_string()];
+        line.extend(spec.point_values(row.point).into_iter().map(str::to_string));
+        line.extend(row.metrics.iter().cloned());
+        line
+    });
+    csv_bytes(&results_header(spec), lines)
 }
 
 /// Reads `results.csv` back into rows, checking them against the sweep: a point and a seed it
@@ -230,23 +229,21 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
         ]);
     }
     header.push("meets_requirements".into());
-    let rows: Vec<Vec<String>> = (0..spec.point_count())
-        .map(|point| {
-            let mut row = vec![point.to_string()];
-            row.extend(spec.point_values(point).into_iter().map(str::to_string));
-            row.push(prepared.seeds.len().to_string());
-            for &(mean, half_width) in &aggregate.values[point] {
-                row.extend([
-                    aggregate_text(mean),
-                    aggregate_text(mean - half_width),
-                    aggregate_text(mean + half_width),
-                ]);
-            }
-            row.push(meets(prepared, aggregate, point).to_string());
-            row
-        })
-        .collect();
-    csv_bytes(&header, &rows)
+    let rows = (0..spec.point_count()).map(|point| {
+        let mut row = vec![point.to_string()];
+        row.extend(spec.point_values(point).into_iter().map(str::to_string));
+        row.push(prepared.seeds.len().to_string());
+        for &(mean, half_width) in &aggregate.values[point] {
+            row.extend([
+                aggregate_text(mean),
+                aggregate_text(mean - half_width),
+                aggregate_text(mean + half_width),
+            ]);
+        }
+        row.push(meets(prepared, aggregate, point).to_string());
+        row
+    });
+    csv_bytes(&header, rows)
 }
 
 fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> bool {
@@ -464,7 +461,7 @@ pub fn finalize(
     if let Some(layout) = heatmap::Layout::of(&prepared.spec) {
         for metric in HEATMAP_METRICS {
             let data = HeatmapData {
-                scenario: prepared.points[0].name.to_string(),
+                scenario: prepared.name.clone(),
                 policy: prepared.spec.policy.clone(),
                 metric,
                 layout: layout.clone(),
