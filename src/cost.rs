@@ -130,8 +130,9 @@ impl fmt::Display for Estimate {
         let operations: f64 = self.policies.iter().map(|cost| cost.operations).sum();
         write!(
             f,
-            "{} operations, {} to {} events (every operation sent once, to every send allowed), memory up to {} (if operations live until their deadline), {} on {} core{}",
+            "{} operation{}, {} to {} events (every operation sent once, to every send allowed), memory up to {} (if operations live until their deadline), {} on {} core{}",
             count(operations),
+            if count(operations) == "1" { "" } else { "s" },
             count(self.fewest_events()),
             count(self.most_events()),
             bytes(self.memory_bytes()),
