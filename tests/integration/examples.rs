@@ -7,19 +7,12 @@ use std::process::Command;
 use retrystorm::cost::Estimate;
 use retrystorm::scenario::load;
 
+use crate::support::bundled_scenario_paths;
+
 #[test]
 fn committed_examples_are_current() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut scenarios: Vec<PathBuf> = std::fs::read_dir(root.join("scenarios"))
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "toml")
-        })
-        .collect();
-    scenarios.sort();
-    assert!(scenarios.len() >= 10, "{scenarios:?}");
+    let scenarios = bundled_scenario_paths();
     let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("examples");
     let _ = std::fs::remove_dir_all(&out);
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))

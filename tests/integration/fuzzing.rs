@@ -18,6 +18,8 @@ use retrystorm::scenario::{Override, Scenario, ScenarioError, load_str};
 use retrystorm::sweep::report::{finalize, merge};
 use serde_json::{Map, Value, json};
 
+use crate::support::bundled_scenario_paths;
+
 /// Mutated scenarios loaded by `scenario_loader_survives_mutated_scenarios_and_overrides`.
 const SCENARIO_ITERATIONS: usize = 5_000;
 /// Batches of lines answered by `decide_batch_answers_every_line_once`.
@@ -127,18 +129,7 @@ struct Bundled {
 
 /// Every `scenarios/*.toml`, in name order.
 fn bundled_scenarios() -> Vec<Bundled> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut paths: Vec<PathBuf> = fs::read_dir(&folder)
-        .unwrap()
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "toml")
-        })
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 10, "the bundled scenarios are missing");
-    paths
+    bundled_scenario_paths()
         .into_iter()
         .map(|path| Bundled {
             text: fs::read_to_string(&path).unwrap(),

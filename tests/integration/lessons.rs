@@ -5,31 +5,16 @@
 //! The few lessons a claim cannot state (a service's load in a topology) have tests of their
 //! own below.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use retrystorm::claims::evaluate;
 use retrystorm::run::{PolicyRun, ScenarioRun};
 use retrystorm::scenario::{Override, Scenario, load};
 
-use crate::support::run;
+use crate::support::{bundled_scenario_paths, run};
 
 /// The metrics a lesson must not contradict: success, goodput, amplification, recovery.
 const HEADLINE: [&str; 4] = ["success_rate", "goodput_rps", "amplification", "recovery_s"];
-
-fn bundled_paths() -> Vec<PathBuf> {
-    let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&folder)
-        .expect("scenarios/")
-        .map(|entry| entry.expect("an entry").path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "toml")
-        })
-        .collect();
-    paths.sort();
-    assert!(paths.len() >= 10, "bundled scenarios: {paths:?}");
-    paths
-}
 
 fn bundled(path: &Path, seed: Option<u64>) -> Scenario {
     let overrides: Vec<Override> = seed
@@ -60,7 +45,7 @@ fn broken_claims(run: &ScenarioRun) -> Vec<String> {
 #[test]
 fn every_bundled_lesson_is_stated_and_holds() {
     let mut broken = Vec::new();
-    for path in bundled_paths() {
+    for path in bundled_scenario_paths() {
         let scenario = bundled(&path, None);
         if scenario.policy.len() > 1 {
             assert!(
@@ -79,7 +64,7 @@ fn every_bundled_lesson_is_stated_and_holds() {
 #[test]
 fn bundled_lessons_hold_on_other_seeds() {
     let mut broken = Vec::new();
-    for path in bundled_paths() {
+    for path in bundled_scenario_paths() {
         for seed in 1..=5 {
             let run = run(&bundled(&path, Some(seed)));
             broken.extend(
@@ -98,7 +83,7 @@ fn bundled_lessons_hold_on_other_seeds() {
 #[test]
 fn headline_metrics_never_contradict_a_lesson() {
     let mut contradictions = Vec::new();
-    for path in bundled_paths() {
+    for path in bundled_scenario_paths() {
         let scenario = bundled(&path, None);
         let run = run(&scenario);
         for claim in scenario.expect.iter().map(|claim| claim.get_ref()) {

@@ -4,6 +4,22 @@ use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::run::{ScenarioRun, run_scenario};
 use retrystorm::scenario::{Scenario, load_str};
 
+/// Every `scenarios/*.toml`, in name order.
+pub fn bundled_scenario_paths() -> Vec<std::path::PathBuf> {
+    let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios");
+    let mut paths: Vec<std::path::PathBuf> = std::fs::read_dir(&folder)
+        .expect("scenarios/")
+        .map(|entry| entry.expect("an entry").path())
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "toml")
+        })
+        .collect();
+    paths.sort();
+    assert!(paths.len() >= 10, "bundled scenarios: {paths:?}");
+    paths
+}
+
 /// A scenario from TOML text, which must be valid.
 pub fn scenario(text: &str) -> Scenario {
     load_str(text, "test.toml", &[]).unwrap_or_else(|error| panic!("{error}"))

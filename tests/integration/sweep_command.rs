@@ -60,6 +60,30 @@ fn sweep(out: &Path, extra: &[&str], threads: &str) -> Output {
     output
 }
 
+/// Sweeps `policy` of `scenario` over one grid key with one seed and no charts, which must
+/// succeed.
+fn one_seed_sweep(out: &Path, scenario: &str, policy: &str, grid: &str) {
+    let args = [
+        "sweep",
+        scenario,
+        "--policy",
+        policy,
+        "--grid",
+        grid,
+        "--seeds",
+        "1",
+        "--no-charts",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The shards of the small sweep in three, as `--shard` names their folders.
 const SHARDS: [&str; 3] = ["shard-0-of-3", "shard-1-of-3", "shard-2-of-3"];
 
@@ -767,26 +791,11 @@ fn a_sweep_tunes_a_tiers_retries() {
 
     // A policy with `overrides` can be tuned on another key, though the scenario's claims name
     // policies the sweep leaves out (this panicked when the point was run).
-    let tuned = retrystorm(
-        &[
-            "sweep",
-            "scenarios/retry-layers.toml",
-            "--policy",
-            "only the clients retry",
-            "--grid",
-            "policy.base=50ms,100ms",
-            "--seeds",
-            "1",
-            "--no-charts",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        "2",
-    );
-    assert!(
-        tuned.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tuned.stderr)
+    one_seed_sweep(
+        &out,
+        "scenarios/retry-layers.toml",
+        "only the clients retry",
+        "policy.base=50ms,100ms",
     );
 }
 
@@ -796,26 +805,11 @@ fn a_sweep_tunes_a_tiers_retries() {
 #[test]
 fn a_grid_key_for_every_policy_sets_only_the_tuned_one() {
     let out = fresh("sweep-tuned-only");
-    let output = retrystorm(
-        &[
-            "sweep",
-            "scenarios/contention.toml",
-            "--policy",
-            "full jitter",
-            "--grid",
-            "policy.base=5ms,10ms",
-            "--seeds",
-            "1",
-            "--no-charts",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        "2",
-    );
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    one_seed_sweep(
+        &out,
+        "scenarios/contention.toml",
+        "full jitter",
+        "policy.base=5ms,10ms",
     );
     let results = std::fs::read_to_string(out.join("contention-sweep/results.csv")).unwrap();
     assert_eq!(results.lines().count(), 3, "{results}");
