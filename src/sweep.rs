@@ -370,6 +370,18 @@ impl SweepSpec {
             return Err(definition("--seeds must be at least 1".into()));
         }
         let simulations = self.point_count().saturating_mul(self.seeds as usize);
+        if simulations == usize::MAX {
+            let sizes: Vec<String> = self
+                .axes
+                .iter()
+                .map(|axis| axis.values.len().to_string())
+                .collect();
+            return Err(definition(format!(
+                "the grid has {} points x {} seeds, more simulations than can be counted; at most {MAX_SIMULATIONS}",
+                sizes.join(" x "),
+                self.seeds
+            )));
+        }
         if simulations > MAX_SIMULATIONS {
             return Err(definition(format!(
                 "the grid has {} points x {} seeds = {simulations} simulations; at most {MAX_SIMULATIONS}",
@@ -615,7 +627,14 @@ mod tests {
         };
         assert_eq!(spec.point_count(), usize::MAX);
         let error = spec.prepare().unwrap_err().to_string();
-        assert!(error.contains("at most 1000000"), "{error}");
+        assert!(
+            error.starts_with(&format!(
+                "the grid has {} points x 1 seeds, more simulations than can be counted",
+                vec!["2"; 64].join(" x ")
+            )),
+            "{error}"
+        );
+        assert!(error.ends_with("at most 1000000"), "{error}");
     }
 
     #[test]

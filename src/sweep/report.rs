@@ -601,7 +601,15 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
         .map(|index| format!("{index}/{count}"))
         .collect();
     if !missing.is_empty() {
-        return Err(format!("shards missing: {}", missing.join(", ")));
+        let given: Vec<String> = folders
+            .iter()
+            .map(|folder| folder.display().to_string())
+            .collect();
+        return Err(format!(
+            "shards missing: {} (given: {})",
+            missing.join(", "),
+            given.join(", ")
+        ));
     }
     rows.sort_by_key(|row| (row.point, row.seed_index));
     Ok((spec, rows))

@@ -318,7 +318,14 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
         "1",
     );
     assert_eq!(missing.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&missing.stderr).contains("shards missing: 1/3, 2/3"));
+    let stderr = String::from_utf8_lossy(&missing.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "shards missing: 1/3, 2/3 (given: {})",
+            parts.join("shard-0-of-3").display()
+        )),
+        "{stderr}"
+    );
     let twice = retrystorm(
         &[
             "merge",
