@@ -513,3 +513,30 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     assert!(stderr.contains("at least 60.6 billion events"), "{stderr}");
     assert!(!out.exists());
 }
+
+/// The README's example of a refused scenario is what `check` prints today: the file shown and
+/// the error line are taken from the README, so neither can drift from the code.
+#[test]
+fn the_readmes_check_example_is_current() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let file = readme
+        .split_once("```toml\n# bad.toml\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(file, _)| file)
+        .expect("the README shows bad.toml");
+    let expected = readme
+        .split_once("$ retrystorm check bad.toml\n")
+        .and_then(|(_, rest)| rest.lines().next())
+        .expect("the README shows check's answer");
+    let folder = fresh_folder("readme-check");
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("bad.toml"), format!("# bad.toml\n{file}")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(["check", "bad.toml"])
+        .current_dir(&folder)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), expected);
+}
