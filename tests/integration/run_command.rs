@@ -540,3 +540,30 @@ fn the_readmes_check_example_is_current() {
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), expected);
 }
+
+/// `--set` selects a policy by its name as the README says, as it selects a service: the
+/// named policy changes and the other does not.
+#[test]
+fn set_selects_a_policy_by_name() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/scenarios/thundering-herd.toml"
+    ))
+    .unwrap();
+    let overrides = [retrystorm::scenario::Override::set(
+        "policy.full jitter.base",
+        "50ms",
+    )];
+    let scenario =
+        retrystorm::scenario::load_str(&text, "thundering-herd.toml", &overrides).unwrap();
+    let base = |name: &str| {
+        scenario
+            .policy
+            .iter()
+            .find(|policy| policy.name.get_ref() == name)
+            .unwrap()
+            .base
+    };
+    assert_eq!(base("full jitter").to_string(), "50ms");
+    assert_ne!(base("no jitter").to_string(), "50ms");
+}
