@@ -238,7 +238,14 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     staged.write("report.html", &page)?;
     let target = staged.target().to_path_buf();
     staged.commit()?;
-    print_table(&run, &target)?;
+    let mut formats = if args.no_charts {
+        vec![]
+    } else {
+        args.format.clone()
+    };
+    formats.sort();
+    formats.dedup();
+    print_table(&run, &target, &formats)?;
     if args.stats {
         print_stats(&run, wall)?;
     }
@@ -368,7 +375,8 @@ impl Progress {
     }
 }
 
-fn print_table(run: &ScenarioRun, folder: &Path) -> io::Result<()> {
+/// The summary table, the lesson's claims, and where the report and the charts are.
+fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<()> {
     writeln!(
         io::stdout(),
         "{}: results in {}",
@@ -462,12 +470,32 @@ fn print_table(run: &ScenarioRun, folder: &Path) -> io::Result<()> {
     }
     let claims = evaluate(run);
     if !claims.is_empty() {
-        writeln!(io::stdout(), "  lesson:")?;
+        let held = claims.iter().filter(|claim| claim.held).count();
+        writeln!(
+            io::stdout(),
+            "  lesson: {held} of {} claims held",
+            claims.len()
+        )?;
         for claim in claims {
             writeln!(io::stdout(), "    {claim}")?;
         }
     }
-    Ok(())
+    writeln!(
+        io::stdout(),
+        "  report: {}",
+        folder.join("report.html").display()
+    )?;
+    let charts = if formats.is_empty() {
+        "none (--no-charts)".to_string()
+    } else {
+        let names: Vec<&str> = Chart::ALL.iter().map(|chart| chart.name()).collect();
+        let extensions: Vec<String> = formats
+            .iter()
+            .map(|format| format!(".{}", format.extension()))
+            .collect();
+        format!("{} ({})", names.join(", "), extensions.join(", "))
+    };
+    writeln!(io::stdout(), "  charts: {charts}")
 }
 
 fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {

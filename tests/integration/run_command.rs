@@ -567,3 +567,28 @@ fn set_selects_a_policy_by_name() {
     assert_eq!(base("full jitter").to_string(), "50ms");
     assert_ne!(base("no jitter").to_string(), "50ms");
 }
+
+/// The README's first command prints what the README shows, byte for byte but for the
+/// output folder: the table, the lesson's claims, and where the report and charts are.
+#[test]
+fn the_readmes_first_run_prints_what_it_shows() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let shown = readme
+        .split_once("```\nthundering-herd: results in output/thundering-herd\n")
+        .and_then(|(_, rest)| rest.split_once("```"))
+        .map(|(block, _)| format!("thundering-herd: results in output/thundering-herd\n{block}"))
+        .expect("the README shows the first run's output");
+    let out = fresh_folder("readme-first-run");
+    let output = retrystorm(&[
+        "run",
+        "scenarios/thundering-herd.toml",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(output.status.success());
+    let printed = String::from_utf8(output.stdout)
+        .unwrap()
+        .replace(out.to_str().unwrap(), "output");
+    assert_eq!(printed, shown);
+}
