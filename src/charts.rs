@@ -4,8 +4,9 @@
 //! else; they never reach into the engine. Each is drawn once per format: PNG through plotters'
 //! bitmap backend, encoded here with the `png` crate, and SVG through its SVG backend. Text is
 //! drawn with DejaVu Sans, embedded in the binary and registered with plotters' `ab_glyph`
-//! renderer, so a machine without any font installed draws the same pixels. Rendering and
-//! encoding are deterministic: the same run gives the same bytes.
+//! renderer, so a machine without any font installed draws the same pixels; in SVG the text
+//! is drawn as the outlines of the same font ([`svg_text`]), so every viewer shows the same
+//! picture. Rendering and encoding are deterministic: the same run gives the same bytes.
 //!
 //! Conventions, the same in every chart: one colour per policy, in scenario order, from the
 //! Okabe-Ito palette (safe for the common forms of colour blindness); the upstream's capacity in
@@ -15,6 +16,9 @@
 //! own above the plot, so they never cover data.
 
 pub mod heatmap;
+mod svg_text;
+
+pub(crate) use svg_text::outline_text;
 
 use std::fmt;
 use std::str::FromStr;
@@ -156,7 +160,12 @@ fn chart_error(error: impl fmt::Debug) -> ChartError {
 /// Draws `chart` of `run` in `format` and returns the file's bytes.
 pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
     let data = ChartData::new(run);
-    render_picture(&SingleChart { chart, data: &data }, chart.size(), format)
+    render_picture(
+        &SingleChart { chart, data: &data },
+        chart.size(),
+        format,
+        chart.name(),
+    )
 }
 
 /// Something that draws itself on any plotters backend: a chart, a heatmap.
@@ -175,11 +184,13 @@ impl Picture for SingleChart<'_> {
     }
 }
 
-/// Draws `picture` at `size` in `format` (PNG encoded here, SVG as plotters writes it).
+/// Draws `picture` at `size` in `format`: PNG encoded here, SVG as plotters writes it with its
+/// text turned into glyph outlines ([`svg_text`]) whose ids start with `name`.
 fn render_picture(
     picture: &impl Picture,
     (width, height): (u32, u32),
     format: Format,
+    name: &str,
 ) -> Result<Vec<u8>, ChartError> {
     register_fonts();
     match format {
@@ -190,7 +201,7 @@ fn render_picture(
                 picture.draw(&root)?;
                 root.present().map_err(chart_error)?;
             }
-            Ok(svg.into_bytes())
+            Ok(svg_text::outline_text(&svg, name).into_bytes())
         }
         Format::Png => {
             let mut pixels = vec![0u8; (width * height * 3) as usize];

@@ -133,7 +133,7 @@ fn cell_text(value: f64) -> String {
 
 /// Draws a heatmap in `format` and returns the file's bytes.
 pub fn render(data: &HeatmapData, format: Format) -> Result<Vec<u8>, ChartError> {
-    render_picture(data, HEATMAP_SIZE, format)
+    render_picture(data, HEATMAP_SIZE, format, "heatmap")
 }
 
 impl Picture for HeatmapData {

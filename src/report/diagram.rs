@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 
+use crate::charts::outline_text;
 use crate::model::{CallerPolicy, Deadline, Model};
 use crate::time::Duration;
 
@@ -17,8 +18,14 @@ const COLUMN_GAP: u32 = 190;
 const ROW_GAP: u32 = 34;
 const MARGIN: u32 = 16;
 
-/// The diagram of `model`'s topology as an SVG element.
+/// The diagram of `model`'s topology as an SVG element, its text drawn as outlines of the
+/// embedded font as the charts' is.
 pub fn topology_svg(model: &Model) -> String {
+    outline_text(&diagram_with_text(model), "topology")
+}
+
+/// The diagram with its labels as `<text>` elements.
+fn diagram_with_text(model: &Model) -> String {
     let services = &model.services;
     // Column of each service: 1 + the longest chain of calls from the entry (clients are 0).
     let mut column = vec![0usize; services.len()];
@@ -222,7 +229,8 @@ service_time = "1ms"
 "#;
         let scenario = load_str(text, "t.toml", &[]).unwrap();
         let model = Model::new(&scenario, &scenario.policy[0]);
-        let svg = topology_svg(&model);
+        assert!(topology_svg(&model).contains(r#"aria-label="≤ 4 sends""#));
+        let svg = diagram_with_text(&model);
         assert_eq!(svg.matches("<rect").count(), 5, "clients and four services");
         assert_eq!(
             svg.matches("<line").count(),
