@@ -27,6 +27,7 @@ use std::sync::Once;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::capacity::CapacityCurve;
 use crate::model::ServiceModel;
@@ -411,6 +412,19 @@ struct Panel {
     incidents: Vec<(f64, f64)>,
     /// When a service was down after crashing under overload, per policy.
     outages: Vec<Outage>,
+    /// What to say instead of drawing empty axes, when no series has a value above zero.
+    empty_note: Option<String>,
+}
+
+impl Panel {
+    /// Whether no data series has a value above zero (reference lines do not count).
+    fn is_empty(&self) -> bool {
+        self.series
+            .iter()
+            .filter(|series| !series.reference && !series.band)
+            .flat_map(|series| series.points.iter())
+            .all(|(_, value)| value.is_none_or(|value| value <= 0.0))
+    }
 }
 
 /// A service down after a crash in one policy's run: a band in that policy's colour along the
@@ -431,6 +445,23 @@ fn draw_panel<DB: DrawingBackend>(
     panel: &Panel,
     scale: f64,
 ) -> DrawResult<DB> {
+    if let Some(note) = panel.empty_note.as_deref().filter(|_| panel.is_empty()) {
+        // Empty axes would read as a broken chart: say why there is nothing to draw.
+        let (width, height) = area.dim_in_pixel();
+        let style = (FONT, font_size(22.0, scale))
+            .into_font()
+            .color(&RGBColor(90, 90, 90))
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        area.draw(&Rectangle::new(
+            [(0, 0), (width as i32 - 1, height as i32 - 1)],
+            RGBColor(220, 220, 220).stroke_width(1),
+        ))?;
+        return area.draw(&Text::new(
+            note.to_string(),
+            (width as i32 / 2, height as i32 / 2),
+            style,
+        ));
+    }
     let mut entries = panel.series.clone();
     if !panel.outages.is_empty() {
         entries.push(Series {
@@ -728,6 +759,8 @@ struct ChartData {
     services: Vec<(String, Option<Vec<f64>>)>,
     incidents: Vec<(f64, f64)>,
     outages: Vec<Outage>,
+    /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
+    writes: bool,
 }
 
 struct PolicyData {
@@ -893,6 +926,12 @@ impl ChartData {
             },
             incidents,
             outages,
+            writes: run
+                .model
+                .users
+                .endpoints
+                .iter()
+                .any(|endpoint| !endpoint.idempotent_method),
         }
     }
 
@@ -965,6 +1004,7 @@ impl ChartData {
             series,
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
+            empty_note: None,
         }
     }
 
@@ -1002,6 +1042,7 @@ impl ChartData {
                     series,
                     incidents: self.incidents.clone(),
                     outages: self.outages.clone(),
+                    empty_note: None,
                 }
             })
             .collect()
@@ -1033,6 +1074,7 @@ impl ChartData {
             series,
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
+            empty_note: Some("no operation succeeded in any policy".into()),
         }
     }
 
@@ -1062,6 +1104,11 @@ impl ChartData {
                 cumulative(&policy.unknown_results).into_iter(),
             ));
         }
+        let empty_note = if self.writes {
+            "no duplicate writes and no unknown results in any policy"
+        } else {
+            "no writes in this scenario: every operation is idempotent, so none can be duplicated"
+        };
         Panel {
             y_label: "operations (cumulative)".into(),
             log_y: false,
@@ -1071,6 +1118,7 @@ impl ChartData {
             series,
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
+            empty_note: Some(empty_note.into()),
         }
     }
 
@@ -1100,6 +1148,7 @@ impl ChartData {
             series,
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
+            empty_note: None,
         }
     }
 
@@ -1130,6 +1179,7 @@ impl ChartData {
             series,
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
+            empty_note: Some("no operation failed in any policy".into()),
         }
     }
 }
