@@ -63,6 +63,8 @@ dd {{ margin-left: 1.5em; }}
 .meta {{ color: #555; }}
 .claims .held b {{ color: #00734d; }}
 .claims .failed b {{ color: #b33c00; }}
+.header {{ max-width: 60em; }}
+pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
 </style>
 </head>
 <body>
@@ -71,6 +73,7 @@ dd {{ margin-left: 1.5em; }}
 "#,
         escape(&scenario.description)
     );
+    what_to_look_at(&mut page, &scenario.header);
     let clients = &scenario.clients;
     let upstream = run.model.entry_service();
     let services = if run.has_topology() {
@@ -200,6 +203,13 @@ dd {{ margin-left: 1.5em; }}
         service_table(&mut page, run);
     }
     page.push_str("<h2>Charts</h2>\n");
+    let overview = render(run, Chart::Overview, Format::Svg)?;
+    let _ = write!(
+        page,
+        "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+        String::from_utf8_lossy(&overview),
+        escape("The overview: the four charts below on one sheet, as a teacher would show them.")
+    );
     let load_caption = if run.has_topology() {
         "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident: a capacity or the offered load away from its starting level. Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
     } else {
@@ -229,6 +239,7 @@ dd {{ margin-left: 1.5em; }}
             escape(caption)
         );
     }
+    glossary(&mut page);
     page.push_str("<h2>What the numbers mean</h2>\n<dl>\n");
     let health = run.model.health;
     let _ = writeln!(
@@ -348,6 +359,81 @@ fn policy_table(page: &mut String, run: &ScenarioRun) {
         );
     }
     page.push_str("</table></div>\n");
+}
+
+/// The comment at the top of the scenario file: what it sets up and what to look at. A
+/// paragraph of indented lines (a command) is kept as it is written.
+fn what_to_look_at(page: &mut String, header: &str) {
+    if header.is_empty() {
+        return;
+    }
+    page.push_str("<h2>What to look at</h2>\n<div class=\"header\">\n");
+    for paragraph in header.split("\n\n") {
+        let lines: Vec<&str> = paragraph.lines().collect();
+        if lines.iter().all(|line| line.starts_with("  ")) {
+            let _ = writeln!(page, "<pre>{}</pre>", escape(paragraph));
+        } else {
+            let _ = writeln!(page, "<p>{}</p>", escape(&lines.join(" ")));
+        }
+    }
+    page.push_str("</div>\n");
+}
+
+/// The terms a reader new to retries meets in this page, each in a sentence.
+const GLOSSARY: [(&str, &str); 10] = [
+    (
+        "attempt",
+        "One request sent for an operation; the first attempt and each retry are attempts.",
+    ),
+    (
+        "backoff",
+        "The wait before a retry, growing with each attempt (base times multiplier to the attempt's power, up to the cap), so that a struggling service gets room to recover.",
+    ),
+    (
+        "jitter",
+        "Randomness in the backoff, so that clients that failed together do not retry together: full jitter draws the whole wait at random, equal jitter half of it.",
+    ),
+    (
+        "Retry-After",
+        "A header with which an overloaded or rate-limiting service says when to come back; a client may honour it exactly, as a floor, with jitter, or ignore it.",
+    ),
+    (
+        "deadline",
+        "The time budget of a whole operation, every attempt and wait included; attempt timeout is the budget of one attempt.",
+    ),
+    (
+        "idempotent",
+        "An operation that may be repeated without changing the result (GET, PUT, DELETE); a POST is not, unless it carries an idempotency key the service remembers.",
+    ),
+    (
+        "duplicate write",
+        "A write committed twice for one operation: a retried POST whose first attempt had in fact succeeded.",
+    ),
+    (
+        "amplification",
+        "Requests sent per operation: 1 without retries; every layer that retries multiplies it.",
+    ),
+    (
+        "retry budget",
+        "A client-side control that lets retries add at most a share (say 20%) to the requests sent, so that retries cannot multiply an overload.",
+    ),
+    (
+        "metastable failure",
+        "An overload that outlives its cause: the retries it provokes keep the service saturated after the trigger is gone.",
+    ),
+];
+
+fn glossary(page: &mut String) {
+    page.push_str("<h2>Glossary</h2>\n<dl>\n");
+    for (term, meaning) in GLOSSARY {
+        let _ = writeln!(
+            page,
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(term),
+            escape(meaning)
+        );
+    }
+    page.push_str("</dl>\n");
 }
 
 fn lesson(page: &mut String, run: &ScenarioRun) {

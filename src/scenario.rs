@@ -72,6 +72,10 @@ pub struct Scenario {
     /// The lesson, as claims about the policies' metrics that every run checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expect: Vec<Spanned<Expect>>,
+    /// The comment at the top of the file, without its `#`s: what the scenario sets up and
+    /// what to look at, shown in `report.html`. Not a setting, so not written back.
+    #[serde(skip)]
+    pub header: String,
 }
 
 /// `[[expect]]`: one claim of the scenario's lesson. Exactly one of `better_than`, `at_least`

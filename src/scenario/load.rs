@@ -172,7 +172,8 @@ pub fn load_str(
     overrides: &[Override],
 ) -> Result<Scenario, ScenarioError> {
     let source = Source::new(text, label, overrides)?;
-    let scenario = source.read()?;
+    let mut scenario = source.read()?;
+    scenario.header = header_comment(text);
     for policy in &scenario.policy {
         apply_overrides(&scenario, &policy.overrides).map_err(|message| {
             source.error_at(
@@ -182,6 +183,19 @@ pub fn load_str(
         })?;
     }
     Ok(scenario)
+}
+
+/// The comment lines before the first line of TOML, each without its `#` and one space; a lone
+/// `#` stays as an empty line (a paragraph break).
+fn header_comment(text: &str) -> String {
+    let lines: Vec<&str> = text
+        .lines()
+        .map(str::trim_end)
+        .take_while(|line| line.starts_with('#') || line.is_empty())
+        .filter_map(|line| line.strip_prefix('#'))
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect();
+    lines.join("\n").trim().to_string()
 }
 
 /// The scenario with a policy's `overrides` applied to its topology, as `--set` would apply
@@ -631,6 +645,18 @@ fn explain(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The comment before the first setting is the header, without its `#`s, its paragraph
+    /// breaks kept; comments further down are not part of it.
+    #[test]
+    fn the_header_is_the_leading_comment() {
+        let text = "# first: line\n# continued\n#\n#   cargo run\n\nname = \"x\"\n# later\n";
+        assert_eq!(
+            header_comment(text),
+            "first: line\ncontinued\n\n  cargo run"
+        );
+        assert_eq!(header_comment("name = \"x\"\n# later\n"), "");
+    }
 
     #[test]
     fn alignment_follows_inserted_and_changed_lines() {

@@ -171,12 +171,14 @@ fn check_load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenari
                 "two loads differ: {}",
                 input()
             );
-            let reloaded = reloaded.unwrap_or_else(|error| {
+            let mut reloaded = reloaded.unwrap_or_else(|error| {
                 panic!(
                     "the resolved form is refused ({error}):\n{resolved}\nfrom {}",
                     input()
                 )
             });
+            // The header comment is the file's, not a setting: the resolved form has its own.
+            reloaded.header.clone_from(&scenario.header);
             assert_eq!(
                 without_spans(&format!("{reloaded:?}")),
                 without_spans(&format!("{scenario:?}")),

@@ -219,6 +219,9 @@ fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
     );
     let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
     for part in [
+        "<h2>What to look at</h2>\n<div class=\"header\">\n<p>retry-layers: ",
+        "<h2>Glossary</h2>",
+        "The overview: the four charts below on one sheet",
         "<h2>Topology</h2>",
         "<h2>Services</h2>",
         ">db<",
