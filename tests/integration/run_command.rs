@@ -122,7 +122,7 @@ fn the_bundled_scenario_runs_and_writes_every_file() {
     // The report is one self-contained page: charts inline, nothing fetched.
     let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
     assert!(report.starts_with("<!DOCTYPE html>") && report.trim_end().ends_with("</html>"));
-    assert_eq!(report.matches("<svg").count(), 4);
+    assert_eq!(report.matches("<svg").count(), 5, "the overview and the four charts");
     for policy in [
         "no jitter",
         "full jitter",
