@@ -157,6 +157,18 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
     } else if !overrides.is_empty() {
         let _ = writeln!(page, r#"<p class="meta">{}</p>"#, overrides.trim_start());
     }
+    if !scenario.command_line_changes.is_empty() {
+        let changes: Vec<String> = scenario
+            .command_line_changes
+            .iter()
+            .map(|(key, value)| format!("<code>{}={}</code>", escape(key), escape(value)))
+            .collect();
+        let _ = writeln!(
+            page,
+            r#"<p class="meta">Run changed on the command line: --set {}. The file's lesson and text describe it as written.</p>"#,
+            changes.join(", --set ")
+        );
+    }
     policy_table(&mut page, run);
     page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
     for policy in &run.policies {
@@ -318,7 +330,7 @@ fn capitalised(text: &str) -> String {
 /// statuses it retries, its own timeouts, and its controls.
 fn policy_table(page: &mut String, run: &ScenarioRun) {
     page.push_str("<h2>Policies</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
-    for policy in &run.policies {
+    for (index, policy) in run.policies.iter().enumerate() {
         let caller = &policy.model.users.policy;
         let retries = match caller.hedging {
             Some(hedging) => format!(
@@ -344,7 +356,11 @@ fn policy_table(page: &mut String, run: &ScenarioRun) {
         let _ = writeln!(
             page,
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>timeouts, resets, {}</td><td>{}, {}</td><td>{}</td></tr>",
-            escape(&policy.name),
+            escape(&if run.scenario.changed_on_command_line(index) {
+                format!("{} (changed by --set)", policy.name)
+            } else {
+                policy.name.clone()
+            }),
             escape(&retries),
             escape(&backoff),
             caller.retry_after.name(),

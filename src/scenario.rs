@@ -76,6 +76,10 @@ pub struct Scenario {
     /// what to look at, shown in `report.html`. Not a setting, so not written back.
     #[serde(skip)]
     pub header: String,
+    /// The `--set KEY=VALUE` changes made on the command line, as given: a run's report
+    /// says that the scenario ran changed, and which policies the changes touched.
+    #[serde(skip)]
+    pub command_line_changes: Vec<(String, String)>,
 }
 
 /// `[[expect]]`: one claim of the scenario's lesson. Exactly one of `better_than`, `at_least`
@@ -746,6 +750,26 @@ impl Scenario {
         named
             .and_then(|name| self.services().iter().position(|s| s.name_is(name)))
             .unwrap_or(0)
+    }
+
+    /// Whether a `--set` change touched policy `index`: a key `policy.<index>...`,
+    /// `policy.<its name>...`, or `policy.<field>` for every policy.
+    pub fn changed_on_command_line(&self, index: usize) -> bool {
+        self.command_line_changes.iter().any(|(key, _)| {
+            let mut parts = key.split('.');
+            if parts.next() != Some("policy") {
+                return false;
+            }
+            match parts.next() {
+                Some(selector) if selector.parse::<usize>().is_ok() => {
+                    selector.parse::<usize>() == Ok(index)
+                }
+                Some(selector) if self.policy.iter().any(|p| p.name.get_ref() == selector) => {
+                    self.policy[index].name.get_ref() == selector
+                }
+                _ => true,
+            }
+        })
     }
 
     /// The scenario as `policy` simulates it: its `overrides` applied to the topology. Every

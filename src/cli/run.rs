@@ -383,6 +383,18 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
         run.scenario.name,
         folder.display()
     )?;
+    let changes = &run.scenario.command_line_changes;
+    if !changes.is_empty() {
+        let changes: Vec<String> = changes
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        writeln!(
+            io::stdout(),
+            "  changed on the command line (policies marked *): --set {}",
+            changes.join(", --set ")
+        )?;
+    }
     let mut header: Vec<String> = [
         "policy",
         "operations",
@@ -411,10 +423,15 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
     let rows: Vec<Vec<String>> = run
         .policies
         .iter()
-        .map(|policy| {
+        .enumerate()
+        .map(|(index, policy)| {
             let summary = &policy.summary;
             let mut row = vec![
-                policy.name.clone(),
+                if run.scenario.changed_on_command_line(index) {
+                    format!("{} *", policy.name)
+                } else {
+                    policy.name.clone()
+                },
                 summary.operations.to_string(),
                 format!("{:.2}%", summary.success_rate * 100.0),
                 format!("{:.1}", summary.goodput_rps),

@@ -174,6 +174,11 @@ pub fn load_str(
     let source = Source::new(text, label, overrides)?;
     let mut scenario = source.read()?;
     scenario.header = header_comment(text);
+    scenario.command_line_changes = overrides
+        .iter()
+        .filter(|item| item.flag == "--set")
+        .map(|item| (item.key.clone(), item.value.clone()))
+        .collect();
     for policy in &scenario.policy {
         apply_overrides(&scenario, &policy.overrides).map_err(|message| {
             source.error_at(

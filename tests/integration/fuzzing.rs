@@ -177,8 +177,12 @@ fn check_load(label: &str, text: &str, overrides: &[Override]) -> Result<Scenari
                     input()
                 )
             });
-            // The header comment is the file's, not a setting: the resolved form has its own.
+            // The header comment and the `--set` list describe how the scenario was given, not
+            // a setting: the resolved form has its own.
             reloaded.header.clone_from(&scenario.header);
+            reloaded
+                .command_line_changes
+                .clone_from(&scenario.command_line_changes);
             assert_eq!(
                 without_spans(&format!("{reloaded:?}")),
                 without_spans(&format!("{scenario:?}")),

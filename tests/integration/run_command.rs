@@ -122,7 +122,11 @@ fn the_bundled_scenario_runs_and_writes_every_file() {
     // The report is one self-contained page: charts inline, nothing fetched.
     let report = std::fs::read_to_string(folder.join("report.html")).unwrap();
     assert!(report.starts_with("<!DOCTYPE html>") && report.trim_end().ends_with("</html>"));
-    assert_eq!(report.matches("<svg").count(), 5, "the overview and the four charts");
+    assert_eq!(
+        report.matches("<svg").count(),
+        5,
+        "the overview and the four charts"
+    );
     for policy in [
         "no jitter",
         "full jitter",
@@ -594,4 +598,54 @@ fn the_readmes_first_run_prints_what_it_shows() {
         .unwrap()
         .replace(out.to_str().unwrap(), "output");
     assert_eq!(printed, shown);
+}
+
+/// A run changed with `--set` says so: the terminal lists the changes and marks the policies
+/// they touched (by name, by index, or all of them through `policy.<field>`), and the report
+/// labels those policies as changed.
+#[test]
+fn policies_changed_by_set_are_labelled() {
+    let out = fresh_folder("run-set-label");
+    let run = |set: &str| {
+        let output = retrystorm(&[
+            "run",
+            "scenarios/thundering-herd.toml",
+            "--set",
+            set,
+            "--set",
+            "duration=2s",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(output.status.success());
+        let report = std::fs::read_to_string(out.join("thundering-herd/report.html")).unwrap();
+        (String::from_utf8(output.stdout).unwrap(), report)
+    };
+    for (set, marked) in [
+        ("policy.full jitter.base=50ms", [false, true]),
+        ("policy.0.base=50ms", [true, false]),
+        ("policy.cap=5s", [true, true]),
+        ("clients.count=100", [false, false]),
+    ] {
+        let (stdout, report) = run(set);
+        assert!(
+            stdout.contains(&format!(
+                "changed on the command line (policies marked *): --set {set}, --set duration=2s"
+            )),
+            "{stdout}"
+        );
+        for (name, marked) in ["no jitter", "full jitter"].into_iter().zip(marked) {
+            assert_eq!(
+                stdout.contains(&format!("  {name} * ")),
+                marked,
+                "{set}: {stdout}"
+            );
+            assert_eq!(
+                report.contains(&format!("<td>{name} (changed by --set)</td>")),
+                marked,
+                "{set}"
+            );
+        }
+    }
 }
