@@ -7,6 +7,7 @@ mod contention;
 mod controls;
 mod decide_command;
 mod decision_properties;
+mod deploy_examples;
 mod determinism;
 mod examples;
 mod fuzzing;
