@@ -52,6 +52,8 @@ const PALETTE: [RGBColor; 7] = [
     RGBColor(240, 228, 66),  // yellow
 ];
 const CAPACITY: RGBColor = RGBColor(120, 120, 120);
+/// Limits the scenario sets (a rate limit, a deadline), drawn where the data reaches them.
+const LIMIT: RGBColor = RGBColor(180, 30, 30);
 const INCIDENT: RGBColor = RGBColor(232, 232, 232);
 const FONT: &str = "sans-serif";
 
@@ -761,6 +763,8 @@ struct ChartData {
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
     writes: bool,
+    /// The entry service's rate limit for all clients together, requests per second.
+    rate_limit_rps: Option<f64>,
 }
 
 struct PolicyData {
@@ -777,6 +781,8 @@ struct PolicyData {
     unknown_results: Vec<u64>,
     succeeded: Vec<u64>,
     failures: Vec<[u64; FailureReason::ALL.len()]>,
+    /// The operation's deadline, if it has one of its own.
+    deadline_ms: Option<f64>,
 }
 
 impl ChartData {
@@ -858,6 +864,10 @@ impl ChartData {
                         .collect(),
                     succeeded: measurements.buckets.iter().map(|b| b.succeeded).collect(),
                     failures: measurements.buckets.iter().map(|b| b.failures).collect(),
+                    deadline_ms: match policy.model.users.policy.deadline {
+                        crate::model::Deadline::Budget(budget) => Some(to_ms(budget as f64)),
+                        _ => None,
+                    },
                 }
             })
             .collect();
@@ -932,6 +942,13 @@ impl ChartData {
                 .endpoints
                 .iter()
                 .any(|endpoint| !endpoint.idempotent_method),
+            rate_limit_rps: run
+                .model
+                .entry_service()
+                .rate_limit
+                .as_ref()
+                .filter(|limit| !limit.per_client)
+                .map(|limit| limit.rate),
         }
     }
 
@@ -995,6 +1012,19 @@ impl ChartData {
             true,
             self.capacity_rps.iter().map(|rps| Some(*rps)),
         ));
+        // A rate limit is drawn where it binds: where some policy's load reaches it.
+        let peak = self
+            .policies
+            .iter()
+            .flat_map(|policy| policy.attempts.iter())
+            .fold(0.0, |peak: f64, count| peak.max(count / self.bucket_s));
+        if let Some(limit) = self.rate_limit_rps.filter(|limit| peak >= 0.8 * limit) {
+            series.push(self.reference(
+                format!("rate limit ({limit:.0}/s)"),
+                LIMIT,
+                self.times.iter().map(|_| Some(limit)),
+            ));
+        }
         Panel {
             y_label: "attempts per second".into(),
             log_y: false,
@@ -1063,6 +1093,30 @@ impl ChartData {
                 colour,
                 true,
                 policy.p50_ms.iter().copied(),
+            ));
+        }
+        // Each deadline where it binds: where some policy's p99 comes within half of it.
+        let slowest = self
+            .policies
+            .iter()
+            .flat_map(|policy| policy.p99_ms.iter().flatten())
+            .fold(0.0, |slowest: f64, ms| slowest.max(*ms));
+        let mut deadlines: Vec<f64> = self
+            .policies
+            .iter()
+            .filter_map(|policy| policy.deadline_ms)
+            .filter(|deadline| slowest >= 0.5 * deadline)
+            .collect();
+        deadlines.sort_by(f64::total_cmp);
+        deadlines.dedup();
+        for deadline in deadlines {
+            series.push(self.reference(
+                format!(
+                    "deadline ({})",
+                    crate::time::Duration((deadline * 1000.0) as u64)
+                ),
+                LIMIT,
+                self.times.iter().map(|_| Some(deadline)),
             ));
         }
         Panel {

@@ -166,3 +166,21 @@ fn charts_are_the_same_bytes_on_every_run_and_thread_count() {
         }
     }
 }
+
+/// Limits are drawn where they bind, labelled: the rate limit on the load chart of the
+/// rate-limited API (whose load reaches it), the 2 s deadline on the latency chart of the
+/// deadline scenario (whose p99 reaches it); none where there is none. The committed reports
+/// are what the code draws today (the examples test checks them byte for byte).
+#[test]
+fn limits_are_drawn_where_they_bind() {
+    let report = |name: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("output/{name}/report.html")),
+        )
+        .unwrap()
+    };
+    assert!(report("rate-limited-api").contains(r#"aria-label="rate limit (1000/s)""#));
+    assert!(report("deadline").contains(r#"aria-label="deadline (2s)""#));
+    let herd = report("thundering-herd");
+    assert!(!herd.contains("rate limit (") && herd.contains(r#"aria-label="deadline (10s)""#));
+}
