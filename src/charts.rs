@@ -616,8 +616,59 @@ where
                 chart.draw_series(LineSeries::new(segment, style))?;
             }
         }
+        // Markers every few points, each policy its own shape and its own phase, so that
+        // lines that coincide (two policies alike until an incident) can still be told apart.
+        if let Some(policy) = line.policy() {
+            let every = (line.points.len() / MARKERS_PER_LINE).max(1);
+            let phase = policy * every / PALETTE.len();
+            let points = line
+                .points
+                .iter()
+                .skip(phase)
+                .step_by(every)
+                .filter_map(|&(x, y)| Some((x, y?)));
+            let size = (4.0 * scale).max(2.0) as i32;
+            for point in points {
+                chart.plotting_area().draw(&marker::<DB, _>(
+                    policy,
+                    point,
+                    size,
+                    line.colour,
+                    width,
+                ))?;
+            }
+        }
     }
     Ok(())
+}
+
+/// Markers on each policy's line, about this many.
+const MARKERS_PER_LINE: usize = 12;
+
+/// The marker of policy `policy` at `at`: a disc, a triangle, a cross, a ring, by policy.
+fn marker<DB: DrawingBackend, C: Copy + 'static>(
+    policy: usize,
+    at: C,
+    size: i32,
+    colour: RGBColor,
+    width: u32,
+) -> DynElement<'static, DB, C> {
+    match policy % 4 {
+        0 => Circle::new(at, size, colour.filled()).into_dyn(),
+        1 => TriangleMarker::new(at, size + 1, colour.filled()).into_dyn(),
+        2 => Cross::new(at, size, colour.stroke_width(width)).into_dyn(),
+        _ => Circle::new(at, size, colour.stroke_width(width)).into_dyn(),
+    }
+}
+
+impl Series {
+    /// The policy whose data this line is (its colour is the policy's), if any.
+    fn policy(&self) -> Option<usize> {
+        if self.reference || self.band {
+            return None;
+        }
+        PALETTE.iter().position(|colour| *colour == self.colour)
+    }
 }
 
 /// Runs of consecutive points that have a value.
@@ -711,6 +762,12 @@ fn draw_legend<DB: DrawingBackend>(
                 ))?;
             } else {
                 area.draw(&PathElement::new(sample.to_vec(), style))?;
+            }
+            if let Some(policy) = line.policy() {
+                let size = (4.0 * scale).max(2.0) as i32;
+                let centre = (x + (15.0 * scale) as i32, y);
+                let width = (2.0 * scale).max(1.0) as u32;
+                area.draw(&marker::<DB, _>(policy, centre, size, line.colour, width))?;
             }
             area.draw(&Text::new(
                 line.label.clone(),
