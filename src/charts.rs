@@ -16,6 +16,7 @@
 //! own above the plot, so they never cover data.
 
 pub mod heatmap;
+pub mod pareto;
 mod svg_text;
 
 pub(crate) use svg_text::outline_text;
@@ -171,7 +172,7 @@ pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>
     )
 }
 
-/// Something that draws itself on any plotters backend: a chart, a heatmap.
+/// Something that draws itself on any plotters backend: a chart, a heatmap, a Pareto front.
 trait Picture {
     fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError>;
 }

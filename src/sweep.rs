@@ -12,7 +12,9 @@
 //! sharding exact: `--shard K/N` runs only the points `p` with `p % N == K`, and `merge`
 //! rebuilds, from the shards' `results.csv`, the same bytes a single run writes.
 
+pub mod analysis;
 pub mod check;
+pub mod recommendation;
 pub mod report;
 pub mod requirement;
 
@@ -29,6 +31,7 @@ use crate::metrics::{METRICS, format_metric};
 use crate::model::Model;
 use crate::run::run_model;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
+use crate::time::Duration;
 
 pub use crate::metrics::parse_metric;
 pub use requirement::Requirement;
@@ -76,6 +79,23 @@ impl FromStr for Axis {
             key: key.to_string(),
             values,
         })
+    }
+}
+
+impl Axis {
+    /// The values as numbers, if every one is a finite number or a duration (in seconds): a
+    /// key a heatmap can use as an axis, and whose values have a smallest and a largest.
+    pub fn numbers(&self) -> Option<Vec<f64>> {
+        self.values
+            .iter()
+            .map(|value| {
+                value
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|number| number.is_finite())
+                    .or_else(|| value.parse::<Duration>().ok().map(Duration::as_secs_f64))
+            })
+            .collect()
     }
 }
 
@@ -246,21 +266,30 @@ impl SweepSpec {
         })
     }
 
-    /// The values of point `point`, one per axis (first axis slowest).
-    pub fn point_values(&self, point: usize) -> Vec<&str> {
+    /// The position of point `point`'s value in each axis's values (first axis slowest).
+    pub fn value_indices(&self, point: usize) -> Vec<usize> {
         let mut rest = point;
-        let mut values: Vec<&str> = self
+        let mut indices: Vec<usize> = self
             .axes
             .iter()
             .rev()
             .map(|axis| {
-                let value = &axis.values[rest % axis.values.len()];
+                let index = rest % axis.values.len();
                 rest /= axis.values.len();
-                value.as_str()
+                index
             })
             .collect();
-        values.reverse();
-        values
+        indices.reverse();
+        indices
+    }
+
+    /// The values of point `point`, one per axis (first axis slowest).
+    pub fn point_values(&self, point: usize) -> Vec<&str> {
+        self.axes
+            .iter()
+            .zip(self.value_indices(point))
+            .map(|(axis, index)| axis.values[index].as_str())
+            .collect()
     }
 
     /// `key=value` for every axis of a point, for messages.
@@ -274,11 +303,14 @@ impl SweepSpec {
     }
 
     fn overrides(&self, point: Option<usize>) -> Vec<Override> {
-        let tuned = self.tuned_policy_index();
+        let names = self.policy_names();
+        let tuned = (names.len() > 1)
+            .then(|| names.iter().position(|name| *name == self.policy))
+            .flatten();
         let key = |key: &str| match (tuned, key.strip_prefix("policy.")) {
             // `policy.base` sets every policy; only the tuned one runs, so only it is set (the
             // others might not even be valid with the value, as a policy without backoff).
-            (Some(index), Some(field)) if !field.starts_with(|c: char| c.is_ascii_digit()) => {
+            (Some(index), Some(field)) if selected_policy(&names, field).is_none() => {
                 format!("policy.{index}.{field}")
             }
             _ => key.to_string(),
@@ -299,18 +331,21 @@ impl SweepSpec {
         overrides
     }
 
-    /// The index of the tuned policy among the scenario's `[[policy]]` tables, if it has
-    /// several (with one, `policy.base` already sets only it, and messages keep the key as
-    /// written).
-    fn tuned_policy_index(&self) -> Option<usize> {
-        let table: toml::Table = toml::from_str(&self.scenario_text).ok()?;
-        let policies = table.get("policy")?.as_array()?;
-        if policies.len() < 2 {
-            return None;
-        }
-        policies.iter().position(|policy| {
-            policy.get("name").and_then(toml::Value::as_str) == Some(self.policy.as_str())
-        })
+    /// The names of the scenario's `[[policy]]` tables, in order (none if it has none).
+    fn policy_names(&self) -> Vec<String> {
+        let table: Option<toml::Table> = toml::from_str(&self.scenario_text).ok();
+        let policies = table
+            .as_ref()
+            .and_then(|table| table.get("policy"))
+            .and_then(toml::Value::as_array);
+        policies
+            .into_iter()
+            .flatten()
+            .map(|policy| {
+                let name = policy.get("name").and_then(toml::Value::as_str);
+                name.unwrap_or_default().to_string()
+            })
+            .collect()
     }
 
     /// The seeds of the sweep, derived from the scenario's seed (after `--set`).
@@ -415,14 +450,33 @@ impl SweepSpec {
             .policy
             .iter()
             .find(|policy| *policy.name.get_ref() == self.policy)
-            && let Some(axis) = self
-                .axes
-                .iter()
-                .find(|axis| tuned.overrides.entries.contains_key(&axis.key))
+            && let Some(axis) = self.axes.iter().find(|axis| {
+                topology_keys(&base, &axis.key).is_some_and(|keys| {
+                    keys.iter()
+                        .any(|key| tuned.overrides.entries.contains_key(key))
+                })
+            })
         {
             return Err(definition(format!(
                 "--grid {}: policy {:?} overrides {} for its own run, so the grid would change nothing; tune another policy, or remove the override",
                 axis.key, self.policy, axis.key
+            )));
+        }
+        let names = self.policy_names();
+        let other = self.axes.iter().find_map(|axis| {
+            let index = selected_policy(&names, axis.key.strip_prefix("policy.")?)?;
+            let name = names.get(index).filter(|name| **name != self.policy)?;
+            Some((axis, name))
+        });
+        if let Some((axis, name)) = other {
+            return Err(definition(format!(
+                "--grid {}: the key selects policy {name:?}, but the sweep tunes {:?} alone, so the grid would change nothing; write policy.{} or name the tuned policy",
+                axis.key,
+                self.policy,
+                axis.key
+                    .strip_prefix("policy.")
+                    .and_then(|field| field.split_once('.'))
+                    .map_or("", |(_, rest)| rest)
             )));
         }
         // Built in parallel; the first invalid point in grid order is the one reported.
@@ -443,6 +497,47 @@ impl SweepSpec {
             requirements,
             minimize,
         })
+    }
+}
+
+/// The policy that the rest of a `policy.` key selects, as `--set` reads it: an index
+/// (`1.base`), or a name before a further key (`full jitter.base`); `None` for a key of every
+/// policy (`base`).
+fn selected_policy(names: &[String], field: &str) -> Option<usize> {
+    let (first, rest) = field.split_once('.')?;
+    match first.parse::<usize>() {
+        Ok(index) => Some(index),
+        Err(_) => names
+            .iter()
+            .position(|name| name == first)
+            .filter(|_| !rest.is_empty()),
+    }
+}
+
+/// The keys of a policy's `overrides` that a grid (or `--set`) key of the topology amounts to,
+/// as `overrides` spells them (by the service's name): `upstream.workers` and
+/// `service.api.workers` as they are, `service.1.workers` by the name of service 1, and
+/// `service.workers` (every service) once for each service. `None` for a key outside the
+/// topology (`policy.base`, `clients.count`), which a policy's `overrides` cannot hold.
+pub fn topology_keys(scenario: &Scenario, key: &str) -> Option<Vec<String>> {
+    if key.starts_with("upstream.") {
+        return Some(vec![key.to_string()]);
+    }
+    let rest = key.strip_prefix("service.")?;
+    let names: Vec<&str> = scenario
+        .services()
+        .iter()
+        .map(|service| service.name())
+        .collect();
+    let named = |name: &str, inner: &str| format!("service.{name}.{inner}");
+    // As `--set` selects a table of an array: an index, else a name, before a further key.
+    match rest.split_once('.') {
+        Some((first, inner)) => match first.parse::<usize>() {
+            Ok(index) => names.get(index).map(|name| vec![named(name, inner)]),
+            Err(_) if names.contains(&first) => Some(vec![key.to_string()]),
+            Err(_) => Some(names.iter().map(|name| named(name, rest)).collect()),
+        },
+        None => Some(names.iter().map(|name| named(name, rest)).collect()),
     }
 }
 

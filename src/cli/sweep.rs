@@ -50,10 +50,10 @@ pub struct SweepArgs {
     /// Run only shard K of N (K from 0): the points p with p % N == K.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
-    /// Heatmap formats, comma-separated: png, svg.
+    /// Chart formats (heatmaps, Pareto front), comma-separated: png, svg.
     #[arg(long, value_delimiter = ',', default_value = "png,svg")]
     format: Vec<Format>,
-    /// Do not draw heatmaps.
+    /// Do not draw the heatmaps or the Pareto front.
     #[arg(long)]
     no_charts: bool,
     /// Report wall time and simulations per second.
@@ -72,10 +72,10 @@ pub struct MergeArgs {
     /// Folder for results: the merged sweep writes to OUT/<name>-sweep/.
     #[arg(long, value_name = "OUT", default_value = "output")]
     out: PathBuf,
-    /// Heatmap formats, comma-separated: png, svg.
+    /// Chart formats (heatmaps, Pareto front), comma-separated: png, svg.
     #[arg(long, value_delimiter = ',', default_value = "png,svg")]
     format: Vec<Format>,
-    /// Do not draw heatmaps.
+    /// Do not draw the heatmaps or the Pareto front.
     #[arg(long)]
     no_charts: bool,
 }

@@ -4,37 +4,30 @@
 //! |---|---|
 //! | `results.csv` | one row per point and seed: grid values and every summary metric |
 //! | `aggregate.csv` | one row per point: mean and 95% confidence interval of each metric |
-//! | `recommendation.txt` | what met the requirements, the best point, a `[[policy]]` snippet |
+//! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, scenario text included, so shards can be merged |
+//! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::charts::pareto`] |
 //! | `heatmap-<metric>.png/svg` | see [`crate::charts::heatmap`] |
 //!
 //! A shard writes `results.csv` with its own rows, `sweep.json` and `shard.json`; [`merge`]
 //! checks that the shards belong together and cover the sweep once, and hands the combined rows
 //! to [`finalize`], as a single run does.
 
-use std::fmt::Write as _;
 use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
 
 use super::check::{check_metrics, manifest_differences};
+use super::recommendation::{Verdict, recommendation};
 use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric};
 use crate::charts::heatmap::{self, HeatmapData};
+use crate::charts::pareto::{self, ParetoData};
 use crate::charts::{ChartError, Format};
 use crate::metrics::{METRICS, metric_index, metric_names};
-use crate::scenario::Policy;
 
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);
-
-/// The metrics drawn as heatmaps.
-pub const HEATMAP_METRICS: [&str; 4] = [
-    "success_rate",
-    "p99_ms",
-    "amplification",
-    "duplicate_writes",
-];
 
 /// Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom.
 const T_975: [f64; 30] = [
@@ -76,7 +69,8 @@ pub fn mean_and_interval(values: &[f64]) -> (f64, f64) {
     (mean, t_quantile(n - 1) * (variance / n as f64).sqrt())
 }
 
-fn aggregate_text(value: f64) -> String {
+/// A mean or a bound as `aggregate.csv` writes it: six decimals, `never`, or empty.
+pub(super) fn aggregate_text(value: f64) -> String {
     if value.is_nan() {
         String::new()
     } else if value.is_infinite() {
@@ -180,7 +174,7 @@ pub fn read_results(
 }
 
 /// Per point: mean and interval half-width of each metric.
-struct Aggregate {
+pub(super) struct Aggregate {
     /// `[point][metric] = (mean, half width)`.
     values: Vec<[(f64, f64); METRICS.len()]>,
 }
@@ -210,9 +204,15 @@ impl Aggregate {
         Aggregate { values }
     }
 
-    fn mean(&self, point: usize, metric: &str) -> f64 {
+    /// The mean of `metric` at `point`.
+    pub(super) fn mean(&self, point: usize, metric: &str) -> f64 {
+        self.interval(point, metric).0
+    }
+
+    /// The mean of `metric` at `point` and the half width of its 95% interval.
+    pub(super) fn interval(&self, point: usize, metric: &str) -> (f64, f64) {
         let index = metric_index(metric).expect("a known metric");
-        self.values[point][index].0
+        self.values[point][index]
     }
 }
 
@@ -246,155 +246,12 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
     csv_bytes(&header, rows)
 }
 
-fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> bool {
+/// Whether `point` meets every requirement.
+pub(super) fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> bool {
     prepared
         .requirements
         .iter()
         .all(|requirement| requirement.holds(aggregate.mean(point, requirement.metric)))
-}
-
-#[derive(Serialize)]
-struct PolicySnippet<'a> {
-    policy: [&'a Policy; 1],
-}
-
-/// The recommendation: how many points met the requirements, the best by the metric to
-/// minimise (the first that met them if there is none), and its `[[policy]]` table; or, if
-/// nothing met them, the point that came closest and what it missed.
-fn recommendation(prepared: &PreparedSweep, aggregate: &Aggregate) -> Result<String, SweepError> {
-    let spec = &prepared.spec;
-    let mut text = String::new();
-    let requirements: Vec<String> = prepared
-        .requirements
-        .iter()
-        .map(ToString::to_string)
-        .collect();
-    let _ = writeln!(
-        text,
-        "requirements: {}",
-        if requirements.is_empty() {
-            "none".to_string()
-        } else {
-            requirements.join(", ")
-        }
-    );
-    let _ = writeln!(
-        text,
-        "minimise: {}",
-        prepared
-            .minimize
-            .unwrap_or("nothing (first point that meets the requirements)")
-    );
-    let points = spec.point_count();
-    let meeting: Vec<usize> = (0..points)
-        .filter(|&point| meets(prepared, aggregate, point))
-        .collect();
-    let _ = writeln!(
-        text,
-        "{} of {points} points meet the requirements (means over {} seed{})",
-        meeting.len(),
-        prepared.seeds.len(),
-        if prepared.seeds.len() == 1 { "" } else { "s" }
-    );
-    let best = match prepared.minimize {
-        Some(metric) => meeting
-            .iter()
-            .copied()
-            .filter(|&point| !aggregate.mean(point, metric).is_nan())
-            .min_by(|&a, &b| {
-                aggregate
-                    .mean(a, metric)
-                    .total_cmp(&aggregate.mean(b, metric))
-            }),
-        None => meeting.first().copied(),
-    };
-    let Some(best) = best else {
-        closest(prepared, aggregate, &mut text);
-        return Ok(text);
-    };
-    let _ = write!(
-        text,
-        "recommended: point {best}: {}",
-        spec.describe_point(best)
-    );
-    if let Some(metric) = prepared.minimize {
-        let index = metric_index(metric).expect("a known metric");
-        let (mean, half_width) = aggregate.values[best][index];
-        let _ = write!(text, " ({metric} {}", aggregate_text(mean));
-        if !half_width.is_nan() {
-            let _ = write!(text, " ± {}", aggregate_text(half_width));
-        }
-        text.push(')');
-    }
-    text.push_str("\n\n# Paste into a scenario:\n");
-    let scenario = spec.scenario_for(best)?;
-    // Grid keys of the topology go into the policy's overrides, so that the pasted policy runs
-    // against the topology the point ran against.
-    let mut policy = scenario.policy[0].clone();
-    for (axis, value) in spec.axes.iter().zip(spec.point_values(best)) {
-        if axis.key.starts_with("service.") || axis.key.starts_with("upstream.") {
-            policy
-                .overrides
-                .entries
-                .insert(axis.key.clone(), toml_value(value));
-        }
-    }
-    let snippet =
-        toml::to_string(&PolicySnippet { policy: [&policy] }).expect("a policy serializes");
-    text.push_str(&snippet);
-    Ok(text)
-}
-
-/// A grid value as TOML: itself if it is a TOML value, else a string (as `--set` reads it).
-fn toml_value(text: &str) -> toml::Value {
-    toml::from_str::<toml::Table>(&format!("value = {text}"))
-        .ok()
-        .and_then(|mut table| table.remove("value"))
-        .unwrap_or_else(|| toml::Value::String(text.to_string()))
-}
-
-/// When no point meets every requirement: the point with the fewest misses, ties broken by the
-/// smallest total relative shortfall, and each requirement it misses.
-fn closest(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) {
-    let misses = |point: usize| -> Vec<(String, f64, f64)> {
-        prepared
-            .requirements
-            .iter()
-            .filter_map(|requirement| {
-                let value = aggregate.mean(point, requirement.metric);
-                let shortfall = requirement.shortfall(value);
-                (shortfall > 0.0).then(|| (requirement.to_string(), value, shortfall))
-            })
-            .collect()
-    };
-    let score = |point: usize| {
-        let missed = misses(point);
-        let total: f64 = missed.iter().map(|(_, _, shortfall)| shortfall).sum();
-        (missed.len(), total)
-    };
-    let Some(point) = (0..prepared.spec.point_count()).min_by(|&a, &b| {
-        let (a, b) = (score(a), score(b));
-        a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
-    }) else {
-        return;
-    };
-    let _ = writeln!(
-        text,
-        "no point meets every requirement; closest: point {point}: {}",
-        prepared.spec.describe_point(point)
-    );
-    for (requirement, value, shortfall) in misses(point) {
-        let _ = writeln!(
-            text,
-            "  misses {requirement}: measured {} ({})",
-            aggregate_text(value),
-            if shortfall.is_finite() {
-                format!("{:.2}% short", shortfall * 100.0)
-            } else {
-                "undefined".to_string()
-            }
-        );
-    }
 }
 
 fn sweep_json(prepared: &PreparedSweep) -> Vec<u8> {
@@ -440,8 +297,9 @@ pub fn finalize(
     rows: &[ResultRow],
     formats: &[Format],
 ) -> Result<(Vec<OutputFile>, String), SweepError> {
-    let aggregate = Aggregate::new(prepared.spec.point_count(), rows);
-    let recommendation = recommendation(prepared, &aggregate)?;
+    let points = prepared.spec.point_count();
+    let aggregate = Aggregate::new(points, rows);
+    let (recommendation, verdict) = recommendation(prepared, &aggregate, rows)?;
     let mut files = vec![
         (
             "results.csv".to_string(),
@@ -457,25 +315,84 @@ pub fn finalize(
         ),
         ("sweep.json".to_string(), sweep_json(prepared)),
     ];
+    if formats.is_empty() {
+        return Ok((files, recommendation));
+    }
     let chart_error = |error: ChartError| SweepError::Definition(error.to_string());
+    let meets: Vec<bool> = (0..points)
+        .map(|point| verdict.meeting.binary_search(&point).is_ok())
+        .collect();
+    if let Some(pareto) = pareto_data(prepared, &aggregate, &verdict, &meets) {
+        for &format in formats {
+            let bytes = pareto::render(&pareto, format).map_err(chart_error)?;
+            files.push((format!("pareto.{}", format.extension()), bytes));
+        }
+    }
     if let Some(layout) = heatmap::Layout::of(&prepared.spec) {
-        for metric in HEATMAP_METRICS {
+        for &metric in &verdict.heatmaps {
             let data = HeatmapData {
                 scenario: prepared.name.clone(),
                 policy: prepared.spec.policy.clone(),
                 metric,
                 layout: layout.clone(),
-                means: (0..prepared.spec.point_count())
-                    .map(|point| aggregate.mean(point, metric))
+                means: (0..points)
+                    .map(|point| aggregate.mean(point, metric.name))
                     .collect(),
+                meets: meets.clone(),
+                chosen: verdict.chosen,
             };
             for &format in formats {
                 let bytes = heatmap::render(&data, format).map_err(chart_error)?;
-                files.push((format!("heatmap-{metric}.{}", format.extension()), bytes));
+                files.push((
+                    format!("heatmap-{}.{}", metric.name, format.extension()),
+                    bytes,
+                ));
             }
         }
     }
     Ok((files, recommendation))
+}
+
+/// The Pareto chart: the first requirement's metric across and the minimised one up (with no
+/// `--minimize`, the front's second metric up); none if the front has fewer than two metrics.
+fn pareto_data(
+    prepared: &PreparedSweep,
+    aggregate: &Aggregate,
+    verdict: &Verdict,
+    meets: &[bool],
+) -> Option<ParetoData> {
+    let metrics = &verdict.front_metrics;
+    let (x, y) = match prepared.minimize {
+        Some(_) => (*metrics.get(1)?, metrics[0]),
+        None => (*metrics.first()?, *metrics.get(1)?),
+    };
+    let bounds = prepared
+        .requirements
+        .iter()
+        .filter_map(|requirement| {
+            let axis = if requirement.metric == x.name {
+                pareto::Axis::X
+            } else if requirement.metric == y.name {
+                pareto::Axis::Y
+            } else {
+                return None;
+            };
+            Some((axis, requirement.bound, requirement.to_string()))
+        })
+        .collect();
+    Some(ParetoData {
+        scenario: prepared.name.clone(),
+        policy: prepared.spec.policy.clone(),
+        x,
+        y,
+        points: (0..prepared.spec.point_count())
+            .map(|point| (aggregate.mean(point, x.name), aggregate.mean(point, y.name)))
+            .collect(),
+        meets: meets.to_vec(),
+        front: verdict.front.clone(),
+        chosen: verdict.chosen,
+        bounds,
+    })
 }
 
 /// Reads shard folders, checks that they are the shards of one sweep, each exactly once, and

@@ -223,21 +223,137 @@ fn a_sweep_writes_results_aggregate_recommendation_and_heatmaps() {
     } else {
         assert!(recommendation.contains("closest:"), "{recommendation}");
     }
-    for metric in [
-        "success_rate",
-        "p99_ms",
-        "amplification",
-        "duplicate_writes",
+    for section in [
+        "runner-up: point ",
+        "Pareto front of ",
+        "sensitivity: ",
+        "identical results",
+        "heatmaps (yellow is the better end of each): ",
     ] {
-        for extension in ["png", "svg"] {
-            let path = folder.join(format!("heatmap-{metric}.{extension}"));
-            assert!(
-                std::fs::metadata(&path).unwrap().len() > 10_000,
-                "{}",
-                path.display()
-            );
-        }
+        assert!(recommendation.contains(section), "{recommendation}");
     }
+    // A heatmap for each metric the recommendation names, the required and minimised ones
+    // first, and for none it leaves out as constant; none for duplicates, which nothing asks
+    // about; and the front drawn.
+    let drawn: Vec<&str> = recommendation
+        .lines()
+        .find_map(|line| line.strip_prefix("heatmaps (yellow is the better end of each): "))
+        .unwrap()
+        .split(", ")
+        .collect();
+    assert_eq!(drawn[..2], ["p99_ms", "success_rate"], "{recommendation}");
+    assert!(drawn.contains(&"recovery_s"), "{recommendation}");
+    let mut expected: Vec<String> = drawn
+        .iter()
+        .flat_map(|metric| ["png", "svg"].map(|extension| format!("heatmap-{metric}.{extension}")))
+        .chain(["pareto.png".to_string(), "pareto.svg".to_string()])
+        .collect();
+    expected.sort();
+    let charts: Vec<String> = files(&folder)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name.ends_with(".png") || name.ends_with(".svg"))
+        .collect();
+    assert_eq!(charts, expected);
+    for name in charts {
+        let path = folder.join(name);
+        assert!(
+            std::fs::metadata(&path).unwrap().len() > 10_000,
+            "{}",
+            path.display()
+        );
+    }
+}
+
+/// Every kind of key can be swept: a policy's cap and jitter, a control's setting by its kind,
+/// a policy selected by its name in a scenario of several, a tier's setting by the service's
+/// index, the upstream's workers. The recommendation (here the first point, as nothing is
+/// required) carries the point's value in its `[[policy]]` table, where the scenario has
+/// another, and the table is a valid policy of the scenario; a key a policy cannot carry is
+/// named beside it. A key that selects another policy than the tuned one is refused.
+#[test]
+fn every_kind_of_key_can_be_swept_and_the_snippet_carries_it() {
+    let out = fresh("sweep-keys");
+    let cases = [
+        (
+            "scenarios/tuning.toml",
+            "tuned",
+            "policy.cap=1s,4s",
+            "cap = \"1s\"\n",
+        ),
+        (
+            "scenarios/tuning.toml",
+            "tuned",
+            "policy.jitter=equal,none",
+            "jitter = \"equal\"\n",
+        ),
+        (
+            "scenarios/retry-budget.toml",
+            "retry budget",
+            "policy.controls.retry-budget.percent=10,50",
+            "percent = 10.0\n",
+        ),
+        (
+            "scenarios/retry-budget.toml",
+            "retry budget",
+            "policy.retry budget.controls.0.ttl=5s,20s",
+            "ttl = \"5s\"\n",
+        ),
+        (
+            "scenarios/retry-layers.toml",
+            "every layer retries",
+            "service.0.retry.max_attempts=0,3",
+            "\"service.edge.retry.max_attempts\" = 0\n",
+        ),
+        (
+            "scenarios/tuning.toml",
+            "tuned",
+            "upstream.workers=20,40",
+            "\"upstream.workers\" = 20\n",
+        ),
+        (
+            "scenarios/tuning.toml",
+            "tuned",
+            "clients.deadline=3s,5s",
+            "# (and set there too, as a policy cannot carry them: clients.deadline = 3s)\n",
+        ),
+    ];
+    for (scenario, policy, grid, expected) in cases {
+        one_seed_sweep(&out, scenario, policy, grid);
+        let name = Path::new(scenario).file_stem().unwrap().to_str().unwrap();
+        let recommendation =
+            std::fs::read_to_string(out.join(format!("{name}-sweep/recommendation.txt"))).unwrap();
+        let snippet = recommendation
+            .split("# Paste into a scenario:\n")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{grid}: {recommendation}"));
+        assert!(snippet.contains(expected), "{grid}: {snippet}");
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario)).unwrap();
+        let base = text.split("[[policy]]").next().unwrap();
+        retrystorm::scenario::load_str(&format!("{base}{snippet}"), "snippet.toml", &[])
+            .unwrap_or_else(|error| panic!("{grid}: {error}\n{snippet}"));
+    }
+    let refused = retrystorm(
+        &[
+            "sweep",
+            "scenarios/retry-budget.toml",
+            "--policy",
+            "retry budget",
+            "--grid",
+            "policy.0.base=100ms,200ms",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "2",
+    );
+    assert_eq!(refused.status.code(), Some(1));
+    assert_contains(
+        &String::from_utf8_lossy(&refused.stderr),
+        &[
+            "--grid policy.0.base: the key selects policy \"3 retries\", but the sweep tunes \"retry budget\" alone",
+        ],
+    );
 }
 
 #[test]
@@ -820,4 +936,45 @@ fn a_grid_key_for_every_policy_sets_only_the_tuned_one() {
     );
     let results = std::fs::read_to_string(out.join("contention-sweep/results.csv")).unwrap();
     assert_eq!(results.lines().count(), 3, "{results}");
+}
+
+/// The README's sweep prints the recommendation the README shows, up to its `[[policy]]`
+/// table: the command and the text are both taken from the README, so neither can drift from
+/// the code.
+#[test]
+fn the_readme_sweep_explains_itself_as_the_readme_shows() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let section = readme
+        .split("## Tuning before production: sweeps")
+        .nth(1)
+        .unwrap();
+    let command = section
+        .split("```sh\ncargo run --release -- ")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the README's sweep command");
+    let expected = section
+        .split("`recommendation.txt` (also printed) says why it chose that point. For the command above:\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the README's recommendation");
+    let out = fresh("sweep-readme");
+    let mut args: Vec<String> = command
+        .replace("\\\n", " ")
+        .split_whitespace()
+        .map(|word| word.trim_matches('\'').to_string())
+        .collect();
+    args.extend(["--no-charts", "--out", out.to_str().unwrap()].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let recommendation =
+        std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
+    let (explained, _) = recommendation.split_once("\n\n# Paste").unwrap();
+    assert_eq!(explained, expected);
 }

@@ -1,0 +1,980 @@
+//! `recommendation.txt`: what the sweep recommends, and why.
+//!
+//! In order: the requirements and how many points met them; the recommended point (or, if none
+//! met them, the closest and what it missed) and the runner-up; warnings (the choice on the
+//! grid's edge, a runner-up the seeds cannot tell apart from it); the Pareto front; each grid
+//! key's effect; the points that give identical results; which heatmaps were drawn and which
+//! metrics were constant; and a `[[policy]]` table to paste.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+
+use super::analysis::{Edge, Effect, Identical, edges, effect, intervals_overlap, pareto_front};
+use super::report::{Aggregate, aggregate_text, meets};
+use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
+use crate::charts::heatmap::Layout;
+use crate::metrics::{Better, Metric, metric};
+use crate::scenario::Policy;
+
+/// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
+/// requirements and `--minimize` name: the peak load during and after the incident (a
+/// synchronised herd shows in the second) and the recovery.
+pub const ALWAYS_DRAWN: [&str; 3] = ["peak_incident_rps", "peak_after_rps", "recovery_s"];
+
+/// The most rows a table of the recommendation lists (the front, the identical groups); a
+/// larger grid's are counted, and its files hold every value.
+const MAX_LISTED: usize = 30;
+
+/// What the recommendation decided, for the charts that show it.
+#[derive(Debug, Clone)]
+pub struct Verdict {
+    /// The points that meet every requirement.
+    pub meeting: Vec<usize>,
+    /// The recommended point or, if none meets the requirements, the closest.
+    pub chosen: Option<usize>,
+    /// The metrics of the front: the minimised one first, then the requirements', each once;
+    /// not those with no better direction.
+    pub front_metrics: Vec<&'static Metric>,
+    /// The Pareto front, among the meeting points (all points if none meets them), in order of
+    /// the first of `front_metrics`, best first.
+    pub front: Vec<usize>,
+    /// The metrics drawn as heatmaps (none if the grid cannot be drawn).
+    pub heatmaps: Vec<&'static Metric>,
+}
+
+/// Decimals that write `value` in six significant digits: none from 100,000 up, six below 1.
+fn decimals(value: f64) -> usize {
+    [1e5, 1e4, 1e3, 1e2, 1e1, 1.0]
+        .iter()
+        .position(|&power| value.abs() >= power)
+        .unwrap_or(6)
+}
+
+/// `value` as text with `decimals`: `never` for infinity, `n/a` undefined.
+fn fixed(value: f64, decimals: usize) -> String {
+    if value.is_nan() {
+        "n/a".into()
+    } else if value.is_infinite() {
+        "never".into()
+    } else {
+        format!("{value:.decimals$}")
+    }
+}
+
+/// `value` in six significant digits without trailing zeros: `4163.24`, `0.977165`, `3`.
+fn short(value: f64) -> String {
+    let text = fixed(value, decimals(value));
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
+}
+
+/// A column of a table: its header and cells, and whether they align right (numbers).
+struct Column {
+    header: String,
+    cells: Vec<String>,
+    right: bool,
+}
+
+impl Column {
+    fn text(header: &str, cells: Vec<String>) -> Column {
+        Column {
+            header: header.to_string(),
+            cells,
+            right: false,
+        }
+    }
+
+    /// Numbers, all with the decimals that give the largest six significant digits, so that
+    /// their points line up.
+    fn numbers(header: &str, values: &[f64]) -> Column {
+        let largest = values
+            .iter()
+            .copied()
+            .filter(|value| value.is_finite())
+            .fold(0.0, |largest: f64, value| largest.max(value.abs()));
+        Column {
+            header: header.to_string(),
+            cells: values
+                .iter()
+                .map(|&value| fixed(value, decimals(largest)))
+                .collect(),
+            right: true,
+        }
+    }
+}
+
+/// `columns` side by side, each padded to its widest cell, two spaces apart.
+fn table(columns: &[Column]) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .map(|column| {
+            column
+                .cells
+                .iter()
+                .chain([&column.header])
+                .map(|cell| cell.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let rows = columns.first().map_or(0, |column| column.cells.len());
+    let mut text = String::new();
+    for row in 0..=rows {
+        let line: Vec<String> = columns
+            .iter()
+            .zip(&widths)
+            .map(|(column, &width)| {
+                let cell = if row == 0 {
+                    &column.header
+                } else {
+                    &column.cells[row - 1]
+                };
+                if column.right {
+                    format!("{cell:>width$}")
+                } else {
+                    format!("{cell:<width$}")
+                }
+            })
+            .collect();
+        text.push_str(line.join("  ").trim_end());
+        text.push('\n');
+    }
+    text
+}
+
+/// The most points a list of points names; a longer one says how many more.
+const MAX_NAMED: usize = 12;
+
+/// `3, 5, 7`: `points` but `except`, at most [`MAX_NAMED`] of them, then `and 40 more`.
+fn listed_points(points: &[usize], except: Option<usize>) -> String {
+    let mut kept = points.iter().filter(|&&point| Some(point) != except);
+    let count = kept.clone().count();
+    let mut named: Vec<String> = kept
+        .by_ref()
+        .take(MAX_NAMED)
+        .map(ToString::to_string)
+        .collect();
+    if count > MAX_NAMED {
+        named.push(format!("and {} more", count - MAX_NAMED));
+    }
+    named.join(", ")
+}
+
+/// `1, 2 and 3`.
+fn listed(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [only] => only.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
+}
+
+fn direction(better: Better) -> &'static str {
+    match better {
+        Better::Higher => "higher is better",
+        Better::Lower => "lower is better",
+        Better::Neither => "no better direction",
+    }
+}
+
+#[derive(Serialize)]
+struct PolicySnippet<'a> {
+    policy: [&'a Policy; 1],
+}
+
+/// The recommendation's text, and what it decided. `rows` are ordered by point and seed.
+pub(super) fn recommendation(
+    prepared: &PreparedSweep,
+    aggregate: &Aggregate,
+    rows: &[ResultRow],
+) -> Result<(String, Verdict), SweepError> {
+    let spec = &prepared.spec;
+    let mut text = String::new();
+    let requirements: Vec<String> = prepared
+        .requirements
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    let _ = writeln!(
+        text,
+        "requirements: {}",
+        if requirements.is_empty() {
+            "none".to_string()
+        } else {
+            requirements.join(", ")
+        }
+    );
+    let _ = writeln!(
+        text,
+        "minimise: {}",
+        prepared
+            .minimize
+            .unwrap_or("nothing (first point that meets the requirements)")
+    );
+    let points = spec.point_count();
+    let seeds = prepared.seeds.len();
+    let meeting: Vec<usize> = (0..points)
+        .filter(|&point| meets(prepared, aggregate, point))
+        .collect();
+    let _ = writeln!(
+        text,
+        "{} of {points} points meet the requirements (means over {seeds} seed{})",
+        meeting.len(),
+        if seeds == 1 { "" } else { "s" }
+    );
+    // Meeting points by the metric to minimise, best first, ties in grid order.
+    let ranked: Vec<usize> = match prepared.minimize {
+        Some(metric) => {
+            let mut ranked: Vec<usize> = meeting
+                .iter()
+                .copied()
+                .filter(|&point| !aggregate.mean(point, metric).is_nan())
+                .collect();
+            ranked.sort_by(|&a, &b| {
+                aggregate
+                    .mean(a, metric)
+                    .total_cmp(&aggregate.mean(b, metric))
+            });
+            ranked
+        }
+        None => meeting.clone(),
+    };
+    let identical = Identical::of(rows, points);
+    let mut warnings = Vec::new();
+    let recommended = ranked.first().copied();
+    if let Some(best) = recommended {
+        let _ = writeln!(
+            text,
+            "recommended: point {best}: {}{}",
+            spec.describe_point(best),
+            objective_text(prepared, aggregate, best)
+        );
+        if let Some(metric) = prepared.minimize {
+            match ranked.iter().find(|&&point| !identical.same(point, best)) {
+                Some(&runner_up) => {
+                    let _ = writeln!(
+                        text,
+                        "runner-up: point {runner_up}: {}{}",
+                        spec.describe_point(runner_up),
+                        objective_text(prepared, aggregate, runner_up)
+                    );
+                    compare(
+                        aggregate,
+                        metric,
+                        (best, runner_up),
+                        seeds,
+                        &mut text,
+                        &mut warnings,
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        text,
+                        "runner-up: none (no other point meets the requirements with other results)"
+                    );
+                }
+            }
+        }
+    }
+    let chosen = recommended.or_else(|| closest(prepared, aggregate, &mut text));
+    if let Some(point) = chosen {
+        let values = spec.point_values(point);
+        let alone = [point];
+        let group = identical.group(point).unwrap_or(&alone);
+        for (axis, edge) in edges(spec, point, group) {
+            let (end, beyond) = match edge {
+                Edge::Smallest => ("smallest", "below"),
+                Edge::Largest => ("largest", "above"),
+            };
+            warnings.push(format!(
+                "{} = {} is the {end} value tried: the best may lie {beyond} it; extend the grid",
+                spec.axes[axis].key, values[axis]
+            ));
+        }
+    }
+    for warning in &warnings {
+        let _ = writeln!(text, "warning: {warning}");
+    }
+    let front_metrics = front_metrics(prepared);
+    let candidates: Vec<usize> = if meeting.is_empty() {
+        (0..points).collect()
+    } else {
+        meeting.clone()
+    };
+    let front = pareto_front(
+        &candidates,
+        &front_metrics
+            .iter()
+            .map(|metric| metric.better)
+            .collect::<Vec<_>>(),
+        |point, index| aggregate.mean(point, front_metrics[index].name),
+    );
+    text.push('\n');
+    front_section(
+        prepared,
+        aggregate,
+        (&front_metrics, &front),
+        (meeting.len(), chosen, &identical),
+        &mut text,
+    );
+    text.push('\n');
+    sensitivity_section(prepared, aggregate, &front_metrics, &mut text);
+    text.push('\n');
+    identical_section(prepared, &identical.groups, &mut text);
+    text.push('\n');
+    let heatmaps = heatmap_section(prepared, aggregate, &front_metrics, &mut text);
+    if let Some(best) = recommended {
+        text.push('\n');
+        snippet(prepared, best, &mut text)?;
+    }
+    Ok((
+        text,
+        Verdict {
+            meeting,
+            chosen,
+            front_metrics,
+            front,
+            heatmaps,
+        },
+    ))
+}
+
+/// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to minimise and the
+/// half width of its 95% interval; empty without one.
+fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> String {
+    let Some(metric) = prepared.minimize else {
+        return String::new();
+    };
+    let (mean, half_width) = aggregate.interval(point, metric);
+    let mut text = format!(" ({metric} {}", aggregate_text(mean));
+    if !half_width.is_nan() {
+        let _ = write!(text, " ± {}", aggregate_text(half_width));
+    }
+    text.push(')');
+    text
+}
+
+/// Whether the seeds tell the recommended point from the runner-up: a line when their 95%
+/// intervals of the metric to minimise are apart, a warning when they overlap or are missing.
+fn compare(
+    aggregate: &Aggregate,
+    metric: &str,
+    (best, runner_up): (usize, usize),
+    seeds: usize,
+    text: &mut String,
+    warnings: &mut Vec<String>,
+) {
+    let (a, b) = (
+        aggregate.interval(best, metric),
+        aggregate.interval(runner_up, metric),
+    );
+    let range =
+        |(mean, half): (f64, f64)| format!("{} to {}", short(mean - half), short(mean + half));
+    let seeds_text = format!("{seeds} seed{}", if seeds == 1 { "" } else { "s" });
+    match intervals_overlap(a, b) {
+        Some(true) => warnings.push(format!(
+            "{metric} cannot tell point {best} from point {runner_up} with {seeds_text}: their 95% intervals overlap ({} and {}); add seeds",
+            range(a),
+            range(b)
+        )),
+        Some(false) if a.0.is_finite() && b.0.is_finite() => {
+            let _ = writeln!(
+                text,
+                "confidence: point {best} has the lower {metric} with {seeds_text}: the 95% intervals do not overlap ({} and {})",
+                range(a),
+                range(b)
+            );
+        }
+        Some(false) => {}
+        None => warnings.push(format!(
+            "{metric} cannot tell point {best} from point {runner_up}: one of them has no 95% interval (it needs two seeds or more, each with a finite value); add seeds"
+        )),
+    }
+}
+
+/// The metrics of the front: the minimised one first, then each requirement's, once each, but
+/// not one without a better direction (nothing dominates in it).
+fn front_metrics(prepared: &PreparedSweep) -> Vec<&'static Metric> {
+    let mut metrics: Vec<&'static Metric> = Vec::new();
+    let named = prepared
+        .minimize
+        .into_iter()
+        .chain(prepared.requirements.iter().map(|r| r.metric));
+    for name in named {
+        let metric = metric(name).expect("a known metric");
+        if metric.better != Better::Neither && !metrics.iter().any(|m| m.name == name) {
+            metrics.push(metric);
+        }
+    }
+    metrics
+}
+
+/// The front as a table: each point's grid values and means; points with identical results
+/// share a row, under the first.
+fn front_section(
+    prepared: &PreparedSweep,
+    aggregate: &Aggregate,
+    (metrics, front): (&[&'static Metric], &[usize]),
+    (meeting, chosen, identical): (usize, Option<usize>, &Identical),
+    text: &mut String,
+) {
+    let spec = &prepared.spec;
+    if metrics.is_empty() {
+        let _ = writeln!(
+            text,
+            "Pareto front: none, as no --require or --minimize names a metric with a better direction"
+        );
+        return;
+    }
+    let among = if meeting == 0 {
+        format!(
+            "all {} points (none meets the requirements)",
+            spec.point_count()
+        )
+    } else {
+        format!("the {meeting} points that meet the requirements")
+    };
+    let over: Vec<String> = metrics
+        .iter()
+        .map(|metric| format!("{} ({})", metric.name, direction(metric.better)))
+        .collect();
+    // Points with identical results share the row of the first of them on the front.
+    // A group is known by its first point.
+    let mut groups_shown = std::collections::BTreeSet::new();
+    let mut shown: Vec<usize> = Vec::new();
+    for &point in front {
+        if identical
+            .group(point)
+            .is_none_or(|group| groups_shown.insert(group[0]))
+        {
+            shown.push(point);
+        }
+    }
+    let distinct = shown.len();
+    let _ = writeln!(
+        text,
+        "Pareto front of {among}, over {}: {} point{} that no other point beats in every metric{}, best {} first{}:",
+        listed(&over),
+        front.len(),
+        if front.len() == 1 { "" } else { "s" },
+        if distinct < front.len() {
+            format!(
+                " ({distinct} distinct result{})",
+                if distinct == 1 { "" } else { "s" }
+            )
+        } else {
+            String::new()
+        },
+        metrics[0].name,
+        match chosen {
+            Some(point) if front.contains(&point) && meeting > 0 => " (* the recommended point)",
+            Some(point) if front.contains(&point) => " (* the closest point)",
+            _ => "",
+        }
+    );
+    shown.truncate(MAX_LISTED);
+    let mut columns = vec![Column::text(
+        "point",
+        shown
+            .iter()
+            .map(|&point| {
+                let marked = chosen.is_some_and(|chosen| identical.same(chosen, point));
+                format!("{point}{}", if marked { "*" } else { "" })
+            })
+            .collect(),
+    )];
+    for (index, axis) in spec.axes.iter().enumerate() {
+        columns.push(Column::text(
+            &axis.key,
+            shown
+                .iter()
+                .map(|&point| spec.point_values(point)[index].to_string())
+                .collect(),
+        ));
+    }
+    for metric in metrics {
+        let means: Vec<f64> = shown
+            .iter()
+            .map(|&point| aggregate.mean(point, metric.name))
+            .collect();
+        columns.push(Column::numbers(metric.name, &means));
+    }
+    columns.push(Column::text(
+        "identical",
+        shown
+            .iter()
+            .map(|&point| listed_points(identical.group(point).unwrap_or_default(), Some(point)))
+            .collect(),
+    ));
+    text.push_str(&table(&columns));
+    if distinct > shown.len() {
+        let _ = writeln!(text, "... and {} more rows", distinct - shown.len());
+    }
+}
+
+/// Each grid key of two values or more, with its [`effect`] on each metric of the front,
+/// ordered by the effect on the first (the objective), largest first.
+fn sensitivity_section(
+    prepared: &PreparedSweep,
+    aggregate: &Aggregate,
+    metrics: &[&'static Metric],
+    text: &mut String,
+) {
+    let spec = &prepared.spec;
+    let axes: Vec<usize> = (0..spec.axes.len())
+        .filter(|&axis| spec.axes[axis].values.len() > 1)
+        .collect();
+    if metrics.is_empty() || axes.is_empty() {
+        let _ = writeln!(
+            text,
+            "sensitivity: none, as {}",
+            if axes.is_empty() {
+                "no grid key has two values"
+            } else {
+                "no --require or --minimize names a metric with a better direction"
+            }
+        );
+        return;
+    }
+    let effects: Vec<Vec<Effect>> = axes
+        .iter()
+        .map(|&axis| {
+            metrics
+                .iter()
+                .map(|metric| effect(spec, axis, |point| aggregate.mean(point, metric.name)))
+                .collect()
+        })
+        .collect();
+    let mut order: Vec<usize> = (0..axes.len()).collect();
+    // Largest effect first; a key with none (NaN) last; ties in grid order.
+    order.sort_by(|&a, &b| {
+        let key = |index: usize| {
+            let range = effects[index][0].mean_range;
+            if range.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                range
+            }
+        };
+        key(b).total_cmp(&key(a))
+    });
+    let _ = writeln!(
+        text,
+        "sensitivity: how far each mean moves when one key changes and the others do not (the range over the key's values, averaged over every combination of the other keys' values), largest effect on {} first:",
+        metrics[0].name
+    );
+    let mut columns = vec![
+        Column::text(
+            "key",
+            order
+                .iter()
+                .map(|&index| spec.axes[axes[index]].key.clone())
+                .collect(),
+        ),
+        Column {
+            right: true,
+            ..Column::text(
+                "values",
+                order
+                    .iter()
+                    .map(|&index| spec.axes[axes[index]].values.len().to_string())
+                    .collect(),
+            )
+        },
+    ];
+    let mut partial = false;
+    for (metric_index, metric) in metrics.iter().enumerate() {
+        let of_metric: Vec<Effect> = order
+            .iter()
+            .map(|&index| effects[index][metric_index])
+            .collect();
+        let ranges: Vec<f64> = of_metric.iter().map(|effect| effect.mean_range).collect();
+        let mut column = Column::numbers(metric.name, &ranges);
+        for (cell, effect) in column.cells.iter_mut().zip(&of_metric) {
+            if effect.combinations < effect.of && effect.combinations > 0 {
+                let _ = write!(cell, " ({} of {})", effect.combinations, effect.of);
+                partial = true;
+            }
+        }
+        columns.push(column);
+    }
+    text.push_str(&table(&columns));
+    if partial {
+        let _ = writeln!(
+            text,
+            "(k of n): over the k combinations of n where every mean is defined and finite (a recovery that never came has no range)"
+        );
+    }
+}
+
+/// The groups of points with identical results, each with its points' values of every key.
+fn identical_section(prepared: &PreparedSweep, identical: &[Vec<usize>], text: &mut String) {
+    let spec = &prepared.spec;
+    if identical.is_empty() {
+        let _ = writeln!(
+            text,
+            "identical results: none (no two points agree on every metric of every seed)"
+        );
+        return;
+    }
+    let _ = writeln!(
+        text,
+        "identical results (every metric of every seed): the keys that differ within a group change nothing there (for example more attempts than the deadline leaves room for, or a backoff when nothing is retried):"
+    );
+    for group in identical.iter().take(MAX_LISTED) {
+        // Which values of each key the group has, in the key's order.
+        let mut seen: Vec<Vec<bool>> = spec
+            .axes
+            .iter()
+            .map(|axis| vec![false; axis.values.len()])
+            .collect();
+        for &point in group {
+            for (axis, index) in spec.value_indices(point).into_iter().enumerate() {
+                seen[axis][index] = true;
+            }
+        }
+        let values: Vec<String> = spec
+            .axes
+            .iter()
+            .zip(&seen)
+            .map(|(axis, seen)| {
+                let values: Vec<&str> = axis
+                    .values
+                    .iter()
+                    .zip(seen)
+                    .filter(|(_, seen)| **seen)
+                    .map(|(value, _)| value.as_str())
+                    .collect();
+                format!("{}={}", axis.key, values.join(","))
+            })
+            .collect();
+        let _ = writeln!(
+            text,
+            "  points {}: {}",
+            listed_points(group, None),
+            values.join(" ")
+        );
+    }
+    if identical.len() > MAX_LISTED {
+        let _ = writeln!(
+            text,
+            "  ... and {} more groups",
+            identical.len() - MAX_LISTED
+        );
+    }
+}
+
+/// Which metrics have a heatmap: those of the front, then [`ALWAYS_DRAWN`], each once, except
+/// those with the same mean at every point, which are named instead. None if the grid has no
+/// two numeric keys to draw.
+fn heatmap_section(
+    prepared: &PreparedSweep,
+    aggregate: &Aggregate,
+    front_metrics: &[&'static Metric],
+    text: &mut String,
+) -> Vec<&'static Metric> {
+    if Layout::of(&prepared.spec).is_none() {
+        let _ = writeln!(
+            text,
+            "heatmaps: none, as they need two numeric grid keys (numbers or durations) that vary, and at most one other key that varies"
+        );
+        return Vec::new();
+    }
+    let mut wanted: Vec<&'static Metric> = front_metrics.to_vec();
+    for name in prepared
+        .requirements
+        .iter()
+        .map(|requirement| requirement.metric)
+        .chain(ALWAYS_DRAWN)
+    {
+        if !wanted.iter().any(|metric| metric.name == name) {
+            wanted.push(metric(name).expect("a known metric"));
+        }
+    }
+    let points = prepared.spec.point_count();
+    let (drawn, constant): (Vec<&'static Metric>, Vec<&'static Metric>) =
+        wanted.into_iter().partition(|metric| {
+            let first = aggregate.mean(0, metric.name);
+            (1..points).any(|point| aggregate.mean(point, metric.name).total_cmp(&first).is_ne())
+        });
+    let names: Vec<String> = drawn.iter().map(|metric| metric.name.to_string()).collect();
+    let _ = writeln!(
+        text,
+        "heatmaps (yellow is the better end of each): {}",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    );
+    for metric in constant {
+        let _ = writeln!(
+            text,
+            "  {} is {} at every point: no heatmap",
+            metric.name,
+            short(aggregate.mean(0, metric.name))
+        );
+    }
+    drawn
+}
+
+/// The recommended point's `[[policy]]` table. Grid keys of the topology go into its
+/// `overrides`, so that the pasted policy runs against the topology the point ran against;
+/// keys of neither the policy nor the topology (`clients.count`) are named in a comment, as a
+/// policy cannot carry them.
+fn snippet(prepared: &PreparedSweep, point: usize, text: &mut String) -> Result<(), SweepError> {
+    let spec = &prepared.spec;
+    let scenario = spec.scenario_for(point)?;
+    let mut policy = scenario.policy[0].clone();
+    let mut elsewhere = Vec::new();
+    for (axis, value) in spec.axes.iter().zip(spec.point_values(point)) {
+        match topology_keys(&scenario, &axis.key) {
+            Some(keys) => {
+                for key in keys {
+                    policy.overrides.entries.insert(key, toml_value(value));
+                }
+            }
+            None if !axis.key.starts_with("policy.") => {
+                elsewhere.push(format!("{} = {value}", axis.key));
+            }
+            None => {}
+        }
+    }
+    text.push_str("# Paste into a scenario:\n");
+    if !elsewhere.is_empty() {
+        let _ = writeln!(
+            text,
+            "# (and set there too, as a policy cannot carry them: {})",
+            elsewhere.join(", ")
+        );
+    }
+    let snippet =
+        toml::to_string(&PolicySnippet { policy: [&policy] }).expect("a policy serializes");
+    text.push_str(&snippet);
+    Ok(())
+}
+
+/// A grid value as TOML: itself if it is a TOML value, else a string (as `--set` reads it).
+fn toml_value(text: &str) -> toml::Value {
+    toml::from_str::<toml::Table>(&format!("value = {text}"))
+        .ok()
+        .and_then(|mut table| table.remove("value"))
+        .unwrap_or_else(|| toml::Value::String(text.to_string()))
+}
+
+/// When no point meets every requirement: the point with the fewest misses, ties broken by the
+/// smallest total relative shortfall, and each requirement it misses.
+fn closest(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) -> Option<usize> {
+    let misses = |point: usize| -> Vec<(String, f64, f64)> {
+        prepared
+            .requirements
+            .iter()
+            .filter_map(|requirement| {
+                let value = aggregate.mean(point, requirement.metric);
+                let shortfall = requirement.shortfall(value);
+                (shortfall > 0.0).then(|| (requirement.to_string(), value, shortfall))
+            })
+            .collect()
+    };
+    let score = |point: usize| {
+        let missed = misses(point);
+        let total: f64 = missed.iter().map(|(_, _, shortfall)| shortfall).sum();
+        (missed.len(), total)
+    };
+    let point = (0..prepared.spec.point_count()).min_by(|&a, &b| {
+        let (a, b) = (score(a), score(b));
+        a.0.cmp(&b.0).then(a.1.total_cmp(&b.1))
+    })?;
+    let _ = writeln!(
+        text,
+        "no point meets every requirement; closest: point {point}: {}",
+        prepared.spec.describe_point(point)
+    );
+    for (requirement, value, shortfall) in misses(point) {
+        let _ = writeln!(
+            text,
+            "  misses {requirement}: measured {} ({})",
+            aggregate_text(value),
+            if shortfall.is_finite() {
+                format!("{:.2}% short", shortfall * 100.0)
+            } else {
+                "undefined".to_string()
+            }
+        );
+    }
+    Some(point)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::metrics::{METRICS, format_metric};
+    use crate::sweep::SweepSpec;
+    use crate::sweep::report::finalize;
+
+    /// The bundled tuning scenario over `policy.base=50ms,100ms,200ms` x
+    /// `policy.max_attempts=1,2` (point = 2 * base index + attempts index), two seeds.
+    fn prepared(requirement: &str) -> PreparedSweep {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tuning.toml");
+        SweepSpec {
+            scenario_path: path.display().to_string(),
+            scenario_text: std::fs::read_to_string(&path).unwrap(),
+            fixed: vec![],
+            axes: vec![
+                "policy.base=50ms,100ms,200ms".parse().unwrap(),
+                "policy.max_attempts=1,2".parse().unwrap(),
+            ],
+            seeds: 2,
+            policy: "tuned".into(),
+            requirements: vec![requirement.into()],
+            minimize: Some("p99_ms".into()),
+        }
+        .prepare()
+        .unwrap()
+    }
+
+    /// Synthetic rows with means known in closed form. Per seed:
+    ///
+    /// | point | base | attempts | success_rate | p99_ms | recovery_s |
+    /// |---|---|---|---|---|---|
+    /// | 0 | 50ms | 1 | 0.85, 0.85 | 100, 100 | never |
+    /// | 1 | 50ms | 2 | 0.92, 0.94 | 300, 310 | 1 |
+    /// | 2 | 100ms | 1 | 0.95, 0.95 | 200, 220 | 2 |
+    /// | 3 | 100ms | 2 | 0.99, 0.99 | 400, 400 | 3 |
+    /// | 4 | 200ms | 1 | 0.96, 0.98 | 190, 200 | 4 |
+    /// | 5 | 200ms | 2 | as point 3, every metric (the deadline binds) | | |
+    ///
+    /// `peak_incident_rps` is 1000 + 100 x point (point 5 as 3), `operations` 1000, and every
+    /// other metric 0.
+    fn rows() -> Vec<ResultRow> {
+        let value = |metric: &str, point: usize, seed: usize| -> f64 {
+            let twin = if point == 5 { 3 } else { point };
+            match metric {
+                "success_rate" => [
+                    [0.85, 0.85],
+                    [0.92, 0.94],
+                    [0.95, 0.95],
+                    [0.99, 0.99],
+                    [0.96, 0.98],
+                ][twin][seed],
+                "p99_ms" => [
+                    [100.0, 100.0],
+                    [300.0, 310.0],
+                    [200.0, 220.0],
+                    [400.0, 400.0],
+                    [190.0, 200.0],
+                ][twin][seed],
+                "recovery_s" if twin == 0 => f64::INFINITY,
+                "recovery_s" => twin as f64,
+                "peak_incident_rps" => 1000.0 + 100.0 * twin as f64,
+                "operations" => 1000.0,
+                _ => 0.0,
+            }
+        };
+        (0..6)
+            .flat_map(|point| {
+                (0..2).map(move |seed_index| ResultRow {
+                    point,
+                    seed_index,
+                    metrics: METRICS
+                        .iter()
+                        .map(|metric| format_metric(metric, value(metric.name, point, seed_index)))
+                        .collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// Point 4 has the lowest mean p99 (195) of the five that meet the requirement; point 2
+    /// (210) is the runner-up, and with t(0.975; 1) = 12.706 their intervals are 195 ± 63.53
+    /// and 210 ± 127.06: they overlap. Point 4 has the largest base and the smallest
+    /// attempts: two edge warnings. On the front (p99 down, success up) point 4 beats points 1
+    /// and 2, and points 3 and 5 (the best success) share a row. Each key's effect is the mean
+    /// of its ranges: attempts moves p99 by (205 + 190 + 205) / 3 = 200 and base by (110 + 95)
+    /// / 2 = 102.5; success by (0.08 + 0.04 + 0.02) / 3 and (0.12 + 0.06) / 2. The peak after
+    /// the incident is 0 everywhere, so it has no heatmap.
+    #[test]
+    fn the_recommendation_explains_itself_with_values_known_in_closed_form() {
+        let (_, text) = finalize(&prepared("success_rate>=0.9"), &rows(), &[]).unwrap();
+        let (explained, snippet) = text.split_once("# Paste into a scenario:\n").unwrap();
+        assert_eq!(
+            explained,
+            "\
+requirements: success_rate >= 0.9
+minimise: p99_ms
+5 of 6 points meet the requirements (means over 2 seeds)
+recommended: point 4: policy.base=200ms policy.max_attempts=1 (p99_ms 195.000000 ± 63.530000)
+runner-up: point 2: policy.base=100ms policy.max_attempts=1 (p99_ms 210.000000 ± 127.060000)
+warning: p99_ms cannot tell point 4 from point 2 with 2 seeds: their 95% intervals overlap (131.47 to 258.53 and 82.94 to 337.06); add seeds
+warning: policy.base = 200ms is the largest value tried: the best may lie above it; extend the grid
+warning: policy.max_attempts = 1 is the smallest value tried: the best may lie below it; extend the grid
+
+Pareto front of the 5 points that meet the requirements, over p99_ms (lower is better) and success_rate (higher is better): 3 points that no other point beats in every metric (2 distinct results), best p99_ms first (* the recommended point):
+point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
+4*     200ms        1                    195.000      0.970000
+3      100ms        2                    400.000      0.990000  5
+
+sensitivity: how far each mean moves when one key changes and the others do not (the range over the key's values, averaged over every combination of the other keys' values), largest effect on p99_ms first:
+key                  values   p99_ms  success_rate
+policy.max_attempts       2  200.000      0.046667
+policy.base               3  102.500      0.090000
+
+identical results (every metric of every seed): the keys that differ within a group change nothing there (for example more attempts than the deadline leaves room for, or a backoff when nothing is retried):
+  points 3, 5: policy.base=100ms,200ms policy.max_attempts=2
+
+heatmaps (yellow is the better end of each): p99_ms, success_rate, peak_incident_rps, recovery_s
+  peak_after_rps is 0 at every point: no heatmap
+
+"
+        );
+        // The snippet carries the point's values, where the scenario has 100ms and 3.
+        assert!(snippet.contains("base = \"200ms\"\n"), "{snippet}");
+        assert!(snippet.contains("max_attempts = 1\n"), "{snippet}");
+    }
+
+    /// When no point meets the requirements the front is over every point, and the closest
+    /// point (3, at 0.99 the smallest shortfall; point 5 is its twin) gets the edge warnings:
+    /// attempts 2 is the largest tried, while base is not warned about although point 3's
+    /// 100ms is inside the grid, nor would it be at an edge: its twin has another base, so the
+    /// base changes nothing there. Without a recommendation there is no runner-up and no
+    /// snippet.
+    #[test]
+    fn without_a_point_that_meets_the_requirements_the_front_is_over_all_points() {
+        let (_, text) = finalize(&prepared("success_rate>=0.999"), &rows(), &[]).unwrap();
+        let expected_start = "\
+requirements: success_rate >= 0.999
+minimise: p99_ms
+0 of 6 points meet the requirements (means over 2 seeds)
+no point meets every requirement; closest: point 3: policy.base=100ms policy.max_attempts=2
+  misses success_rate >= 0.999: measured 0.990000 (0.90% short)
+warning: policy.max_attempts = 2 is the largest value tried: the best may lie above it; extend the grid
+
+Pareto front of all 6 points (none meets the requirements), over p99_ms (lower is better) and success_rate (higher is better): 4 points that no other point beats in every metric (3 distinct results), best p99_ms first (* the closest point):
+point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
+0      50ms         1                    100.000      0.850000
+4      200ms        1                    195.000      0.970000
+3*     100ms        2                    400.000      0.990000  5
+";
+        assert!(text.starts_with(expected_start), "{text}");
+        assert!(!text.contains("runner-up"), "{text}");
+        assert!(!text.contains("[[policy]]"), "{text}");
+    }
+
+    /// Numbers in the text keep six significant digits and drop trailing zeros; in a table's
+    /// column all take the decimals of the largest, so that their points line up.
+    #[test]
+    fn numbers_keep_six_significant_digits() {
+        assert_eq!(short(4163.242167), "4163.24");
+        assert_eq!(short(0.977165), "0.977165");
+        assert_eq!(short(3.0), "3");
+        assert_eq!(short(123456.7), "123457");
+        assert_eq!(short(f64::INFINITY), "never");
+        assert_eq!(short(f64::NAN), "n/a");
+        let column = Column::numbers("x", &[1.5, 200.0, f64::INFINITY]);
+        assert_eq!(column.cells, ["1.500", "200.000", "never"]);
+    }
+}
