@@ -23,7 +23,8 @@ pub use diagram::topology_svg;
 /// [`METRICS`]).
 const FAILURES_MEANING: &str = "Why operations ended without success: the retry decision's reasons (max-attempts, deadline-exhausted, not-transient, unknown-result, ...).";
 
-fn escape(text: &str) -> String {
+/// `text` safe inside HTML or SVG text and attribute values.
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

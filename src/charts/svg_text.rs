@@ -16,6 +16,8 @@ use std::sync::OnceLock;
 
 use ttf_parser::{Face, GlyphId, OutlineBuilder};
 
+use crate::report::escape;
+
 /// The two faces the charts use, parsed once.
 fn face(bold: bool) -> &'static Face<'static> {
     static REGULAR: OnceLock<Face<'static>> = OnceLock::new();
@@ -201,13 +203,6 @@ fn unescape(text: &str) -> String {
         .replace("&apos;", "'")
         .replace("&#39;", "'")
         .replace("&amp;", "&")
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -226,9 +226,14 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
         finish_trace(&folder.join("trace.csv"), traces)
             .map_err(|error| with_path(error, &staged.target().join("trace.csv")))?;
     }
-    if !args.no_charts {
-        write_charts(&run, &staged, &args.format)?;
-    }
+    let mut formats = if args.no_charts {
+        vec![]
+    } else {
+        args.format.clone()
+    };
+    formats.sort();
+    formats.dedup();
+    write_charts(&run, &staged, &formats)?;
     let page = report_html(&run).map_err(|error| {
         io::Error::other(format!(
             "{}: {error}",
@@ -238,13 +243,6 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     staged.write("report.html", &page)?;
     let target = staged.target().to_path_buf();
     staged.commit()?;
-    let mut formats = if args.no_charts {
-        vec![]
-    } else {
-        args.format.clone()
-    };
-    formats.sort();
-    formats.dedup();
     print_table(&run, &target, &formats)?;
     if args.stats {
         print_stats(&run, wall)?;
@@ -252,11 +250,8 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     Ok(())
 }
 
-/// Draws every chart in every format, in parallel.
+/// Draws every chart in every format (each once; none for no formats), in parallel.
 fn write_charts(run: &ScenarioRun, staged: &StagedFolder, formats: &[Format]) -> io::Result<()> {
-    let mut formats = formats.to_vec();
-    formats.sort();
-    formats.dedup();
     let jobs: Vec<(Chart, Format)> = Chart::ALL
         .iter()
         .flat_map(|&chart| formats.iter().map(move |&format| (chart, format)))

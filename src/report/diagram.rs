@@ -8,6 +8,7 @@
 
 use std::fmt::Write as _;
 
+use super::escape;
 use crate::charts::outline_text;
 use crate::model::{CallerPolicy, Deadline, Model};
 use crate::time::Duration;
@@ -131,12 +132,6 @@ fn sends(policy: &CallerPolicy) -> String {
 fn short_distribution(text: &str) -> String {
     text.replace("exponential, mean ", "exp. ")
         .replace("lognormal, mean ", "lognormal ")
-}
-
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
 }
 
 fn draw_box(svg: &mut String, (x, y): (u32, u32), title: &str, line: &str, details: &str) {
