@@ -205,6 +205,16 @@ pub struct SweepSpec {
 pub enum SweepError {
     /// A grid point (or the base scenario) is not a valid scenario.
     Scenario(ScenarioError),
+    /// A grid point is not a valid scenario although the base scenario is: the combination of
+    /// its values is what is wrong (a `cap` below the point's `base`).
+    Point {
+        /// The point's number.
+        point: usize,
+        /// Its values, as `key=value` pairs.
+        values: String,
+        /// What is wrong with it.
+        error: ScenarioError,
+    },
     /// Anything else about the sweep's definition.
     Definition(String),
 }
@@ -213,6 +223,14 @@ impl fmt::Display for SweepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             SweepError::Scenario(error) => error.fmt(f),
+            SweepError::Point {
+                point,
+                values,
+                error,
+            } => write!(
+                f,
+                "{error}\n  at point {point} ({values}); every point of a grid must be a valid scenario: drop the values that clash, or sweep them in separate sweeps"
+            ),
             SweepError::Definition(message) => f.write_str(message),
         }
     }
@@ -483,7 +501,14 @@ impl SweepSpec {
         let built: Vec<Result<PolicyCost, SweepError>> = (0..self.point_count())
             .into_par_iter()
             .map(|point| {
-                let scenario = self.scenario_for(point)?;
+                let scenario = self.scenario_for(point).map_err(|error| match error {
+                    SweepError::Scenario(error) => SweepError::Point {
+                        point,
+                        values: self.describe_point(point),
+                        error,
+                    },
+                    other => other,
+                })?;
                 let mut cost = Estimate::of(&scenario, 1).policies;
                 Ok(cost.pop().expect("a point has the tuned policy"))
             })

@@ -438,7 +438,8 @@ fn set(item: &mut Item, path: &[&str], value: &Value) -> Result<(), String> {
         Item::Value(Value::InlineTable(table)) => set_in_table(table, path, value, true),
         Item::ArrayOfTables(array) => {
             let names: Vec<Option<String>> = array.iter().map(|table| name_of(table)).collect();
-            let (index, rest) = split_index(path, &names)?;
+            let kinds = array.iter().all(|table| is_control(table));
+            let (index, rest) = split_index(path, &names, kinds)?;
             match index {
                 Some(index) => set_in_table(
                     array.get_mut(index).expect("index checked"),
@@ -456,7 +457,13 @@ fn set(item: &mut Item, path: &[&str], value: &Value) -> Result<(), String> {
                 .iter()
                 .map(|element| element.as_inline_table().and_then(|table| name_of(table)))
                 .collect();
-            let (index, rest) = split_index(path, &names)?;
+            let kinds = !array.is_empty()
+                && array.iter().all(|element| {
+                    element
+                        .as_inline_table()
+                        .is_some_and(|table| is_control(table))
+                });
+            let (index, rest) = split_index(path, &names, kinds)?;
             let apply = |element: &mut Value| match element {
                 Value::InlineTable(table) => set_in_table(table, rest, value, true),
                 _ => Err(format!("`{}` is not a table", path.join("."))),
@@ -495,6 +502,12 @@ fn set_in_table(
                 "a table this key reaches has no `{key}`, so `{key}.{index}` selects nothing; select a table that has it, by index or by name (as in policy.1.controls.0.percent)"
             ));
         }
+        if *key == "controls" {
+            return Err(format!(
+                "the policy (or tier retry) this key selects has no `controls`, so `controls.{}` changes nothing: a --set changes a control the file has; add the control in the file (as controls = [{{ kind = \"retry-budget\" }}])",
+                rest.join(".")
+            ));
+        }
         let child = if inline {
             Item::Value(Value::InlineTable(InlineTable::new()))
         } else {
@@ -507,10 +520,13 @@ fn set_in_table(
 
 /// An optional leading selector of `path` in an array whose entries have the given names: a
 /// 0-based index (`policy.1.base`) or, before a further key, an entry's `name`
-/// (`service.api.workers`). Without one the rest of the path applies to every entry.
+/// (`service.api.workers`). Without one the rest of the path applies to every entry. Entries
+/// that are `controls` (`kinds`) can only be selected: a control has no nested tables, so a
+/// part that names no control is a kind the policy lacks.
 fn split_index<'p, 'k>(
     path: &'p [&'k str],
     names: &[Option<String>],
+    kinds: bool,
 ) -> Result<(Option<usize>, &'p [&'k str]), String> {
     let len = names.len();
     match path.split_first() {
@@ -529,6 +545,10 @@ fn split_index<'p, 'k>(
                     .position(|name| name.as_deref() == Some(*first));
                 match named {
                     Some(index) if !rest.is_empty() => Ok((Some(index), rest)),
+                    None if !rest.is_empty() && kinds => Err(format!(
+                        "no control here is of kind `{first}`; the controls are {} (select one by kind or by 0-based index)",
+                        names.iter().flatten().map(|name| format!("`{name}`")).collect::<Vec<_>>().join(", ")
+                    )),
                     _ => Ok((None, path)),
                 }
             }
@@ -545,6 +565,11 @@ fn name_of(table: &dyn TableLike) -> Option<String> {
         .or_else(|| table.get("kind"))?
         .as_str()
         .map(str::to_string)
+}
+
+/// Whether `table` is a client control: selected by its `kind`, as it has no `name`.
+fn is_control(table: &dyn TableLike) -> bool {
+    table.get("name").is_none() && table.get("kind").is_some()
 }
 
 /// The most cells of the table [`align`] builds for the lines between the common prefix and

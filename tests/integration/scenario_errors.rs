@@ -330,7 +330,9 @@ fn controls_are_checked_against_their_kind() {
 }
 
 /// `--set` reaches a control by index or by kind, and says what is wrong when the key indexes
-/// a list that some of the tables it reaches do not have.
+/// a list that some of the tables it reaches do not have, names a kind the policy has no
+/// control of, or reaches a policy without controls (these used to read "invalid type: map,
+/// expected a sequence", as the key made `controls` a table).
 #[test]
 fn overrides_reach_controls_by_index_or_kind() {
     let text = VALID.replace(
@@ -361,6 +363,23 @@ fn overrides_reach_controls_by_index_or_kind() {
             "--set policy.controls.0.percent=5",
             "has no `controls`",
             "policy.1.controls.0",
+        ],
+    );
+    let message = load("policy.b.controls.retry-budget.percent", "5")
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &["has no `controls`", "add the control in the file"],
+    );
+    let message = load("policy.a.controls.circuit-breaker.failure_threshold", "5")
+        .unwrap_err()
+        .to_string();
+    assert_contains(
+        &message,
+        &[
+            "no control here is of kind `circuit-breaker`",
+            "the controls are `retry-budget`",
         ],
     );
 }

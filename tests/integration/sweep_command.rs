@@ -775,7 +775,7 @@ fn merge_says_how_two_sweeps_differ() {
 #[test]
 fn bad_grids_fail_before_anything_runs() {
     let out = fresh("sweep-bad");
-    let cases: [(&[&str], &str); 9] = [
+    let cases: [(&[&str], &str); 10] = [
         (
             &[
                 "--grid",
@@ -813,6 +813,15 @@ fn bad_grids_fail_before_anything_runs() {
         (
             &["--grid", "policy.base=50ms", "--minimize", "latency"],
             "unknown metric `latency`",
+        ),
+        (
+            &[
+                "--grid",
+                "policy.base=50ms,3s",
+                "--grid",
+                "policy.cap=1s,5s",
+            ],
+            "cap 1s is below base 3s; cap must be at least base\n  at point 2 (policy.base=3s policy.cap=1s)",
         ),
     ];
     for (flags, expected) in cases {
