@@ -152,6 +152,14 @@ impl<E: Copy> EventQueue<E> {
         }
     }
 
+    /// The event `ahead` places behind the next one in the bucket being drained (0: the next),
+    /// if the bucket holds that many: what the caller is about to handle, to prefetch for.
+    #[inline]
+    pub fn peek_ahead(&self, ahead: usize) -> Option<&E> {
+        let index = self.current.len().checked_sub(ahead + 1)?;
+        Some(&self.current[index].event)
+    }
+
     /// The earliest event and its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Micros, E)> {

@@ -649,3 +649,58 @@ fn policies_changed_by_set_are_labelled() {
         }
     }
 }
+
+/// `scenarios/bench/standard.toml` is the load its comment states: 10,000 clients at 0.2/s for
+/// 60 s start a Poisson number of operations with mean 120,000 and standard deviation
+/// sqrt(120,000) = 346, so every policy's count (the same arrivals) lies within 4 deviations.
+/// `--stats` reports each policy's events per operation, which is its events over its
+/// operations.
+#[test]
+fn the_standard_benchmark_offers_its_stated_load_and_reports_events_per_operation() {
+    let out = fresh_folder("run-standard-benchmark");
+    let output = retrystorm(&[
+        "run",
+        "scenarios/bench/standard.toml",
+        "--no-charts",
+        "--stats",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let summary = std::fs::read_to_string(out.join("bench-standard/summary.csv")).unwrap();
+    let mut header = summary.lines().next().unwrap().split(',');
+    let column = header.position(|name| name == "operations").unwrap();
+    let counts: Vec<f64> = summary
+        .lines()
+        .skip(1)
+        .map(|row| row.split(',').nth(column).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 3, "{summary}");
+    for operations in &counts {
+        assert!(
+            (operations - 120_000.0).abs() <= 4.0 * 120_000f64.sqrt(),
+            "{operations} operations"
+        );
+    }
+    let stats: Vec<&str> = stdout
+        .lines()
+        .filter(|line| line.starts_with("stats: ") && !line.starts_with("stats: total"))
+        .collect();
+    assert_eq!(stats.len(), 3, "{stdout}");
+    for (line, operations) in stats.iter().zip(&counts) {
+        let events: f64 = line
+            .split(" events in ")
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
+            .unwrap()
+            .parse()
+            .unwrap();
+        let reported = format!("{:.2} events per operation", events / operations);
+        assert!(line.contains(&reported), "{reported:?} not in {line}");
+    }
+}
