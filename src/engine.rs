@@ -465,7 +465,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             if let Some(&later) = self.events.peek_ahead(PREFETCH_AHEAD) {
                 self.prefetch(later);
             }
-
             self.handle(event);
             if self.now >= self.model.duration && self.unfinished == 0 {
                 break;

@@ -12,10 +12,11 @@
 //! vectors in a ring, appended to in O(1); when a bucket's turn comes its vector is sorted once,
 //! by a counting sort on the microsecond within the bucket (a bucket of a few events, as most
 //! are in a scenario of thousands of clients, by insertion), into descending order and drained
-//! from the back; small drained vectors are kept for later buckets to reuse. An event scheduled into the bucket being drained (most are, like the next
-//! arrival, a few microseconds ahead) is inserted near the back, which is cheap. Anything
-//! further ahead than the ring waits in an overflow heap until the ring reaches it. Events may
-//! not be scheduled before the last event popped, which a discrete-event simulation never does.
+//! from the back; small drained vectors are kept for later buckets to reuse. An event scheduled
+//! into the bucket being drained (most are, like the next arrival, a few microseconds ahead) is
+//! inserted near the back, which is cheap. Anything further ahead than the ring waits in an
+//! overflow heap until the ring reaches it. Events may not be scheduled before the last event
+//! popped, which a discrete-event simulation never does.
 //!
 //! The ring needs no sequence numbers: a bucket's vector is filled in scheduling order (events
 //! from the overflow arrive before any event scheduled directly into that bucket, and in

@@ -203,7 +203,7 @@ pub struct SweepSpec {
 /// Why a sweep cannot start.
 #[derive(Debug, Clone, PartialEq)]
 pub enum SweepError {
-    /// A grid point (or the base scenario) is not a valid scenario.
+    /// The base scenario is not a valid scenario.
     Scenario(ScenarioError),
     /// A grid point is not a valid scenario although the base scenario is: the combination of
     /// its values is what is wrong (a `cap` below the point's `base`).
@@ -368,13 +368,17 @@ impl SweepSpec {
 
     /// The seeds of the sweep, derived from the scenario's seed (after `--set`).
     pub fn seed_values(&self) -> Result<Vec<u64>, SweepError> {
-        let base = load_str(
+        Ok(derive_seeds(self.base_scenario()?.seed, self.seeds))
+    }
+
+    /// The scenario with the fixed `--set` values and none of the grid's.
+    fn base_scenario(&self) -> Result<Scenario, SweepError> {
+        load_str(
             &self.scenario_text,
             &self.scenario_path,
             &self.overrides(None),
         )
-        .map_err(SweepError::Scenario)?;
-        Ok(derive_seeds(base.seed, self.seeds))
+        .map_err(SweepError::Scenario)
     }
 
     /// The scenario of a point, reduced to the tuned policy.
@@ -384,7 +388,11 @@ impl SweepSpec {
             &self.scenario_path,
             &self.overrides(Some(point)),
         )
-        .map_err(SweepError::Scenario)?;
+        .map_err(|error| SweepError::Point {
+            point,
+            values: self.describe_point(point),
+            error,
+        })?;
         scenario
             .policy
             .retain(|policy| *policy.name.get_ref() == self.policy);
@@ -458,12 +466,7 @@ impl SweepSpec {
                     .map_err(|error| definition(format!("--minimize: {error}")))
             })
             .transpose()?;
-        let base = load_str(
-            &self.scenario_text,
-            &self.scenario_path,
-            &self.overrides(None),
-        )
-        .map_err(SweepError::Scenario)?;
+        let base = self.base_scenario()?;
         if let Some(tuned) = base
             .policy
             .iter()
@@ -501,14 +504,7 @@ impl SweepSpec {
         let built: Vec<Result<PolicyCost, SweepError>> = (0..self.point_count())
             .into_par_iter()
             .map(|point| {
-                let scenario = self.scenario_for(point).map_err(|error| match error {
-                    SweepError::Scenario(error) => SweepError::Point {
-                        point,
-                        values: self.describe_point(point),
-                        error,
-                    },
-                    other => other,
-                })?;
+                let scenario = self.scenario_for(point)?;
                 let mut cost = Estimate::of(&scenario, 1).policies;
                 Ok(cost.pop().expect("a point has the tuned policy"))
             })
