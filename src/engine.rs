@@ -50,12 +50,16 @@
 //! the decision stops them, which the deadline guarantees), and the run stops when the last one
 //! ends. Requests still queued then, and downstream calls still out, are abandoned.
 
+mod arrivals;
+mod awaiting;
 mod client;
 mod hedging;
 mod server;
 
 use crate::control::ControlSet;
-use crate::event_queue::EventQueue;
+use arrivals::OpenArrivals;
+use awaiting::Awaiting;
+use crate::event_queue::{EventQueue, Lane};
 use crate::metrics::{Measurements, Recorder};
 use crate::model::{Arrivals, Model, ServiceId};
 use crate::outcome::{AttemptOutcome, NextStep};
@@ -117,8 +121,8 @@ pub fn simulate(model: &Model, observer: &mut impl Observer) -> Measurements {
 
 #[derive(Debug, Clone, Copy)]
 enum Event {
-    /// The next open-loop operation starts.
-    Arrival,
+    /// The next open-loop operation starts, at this client.
+    Arrival(u32),
     /// A closed-loop client starts its next operation.
     ClientReady(u32),
     /// An operation sends its next attempt.
@@ -197,7 +201,8 @@ struct Attempt {
     service: ServiceId,
     sent: Micros,
     gives_up: Micros,
-    client_waiting: bool,
+    /// The service still has it (travelling, queued, in service or answering); whether its
+    /// caller still waits is in `Engine::awaiting`.
     server_holds: bool,
     stage: Stage,
     reply: Reply,
@@ -352,12 +357,56 @@ struct DownstreamCall {
     logical: Key,
 }
 
+/// The lanes of the event queue: streams of events whose times never decrease in the order
+/// they are scheduled, so that the queue keeps them in first-in first-out order rather than
+/// sorting them (see [`crate::event_queue`]).
+#[derive(Debug)]
+struct Lanes {
+    /// The next open-loop arrival.
+    arrivals: Lane,
+    /// Messages: a constant latency makes their arrivals a stream in sending order.
+    network: Lane,
+    /// Attempt timeouts of the users: their timeout is one constant, cut short only by a
+    /// deadline.
+    user_timeouts: Lane,
+    /// Each service's attempt timeouts toward the services it calls, if it calls any.
+    service_timeouts: Vec<Option<Lane>>,
+}
+
+impl Lanes {
+    fn new(events: &mut EventQueue<Event>, model: &Model) -> Lanes {
+        Lanes {
+            arrivals: events.add_lane(),
+            network: events.add_lane(),
+            user_timeouts: events.add_lane(),
+            service_timeouts: model
+                .services
+                .iter()
+                .map(|service| service.downstream.is_some().then(|| events.add_lane()))
+                .collect(),
+        }
+    }
+
+    /// The lane of the timeouts of the caller of `call` (the users', or the calling service's).
+    fn timeouts(&self, call: Option<DownstreamCall>) -> Lane {
+        match call {
+            None => self.user_timeouts,
+            Some(call) => self.service_timeouts[usize::from(call.service)]
+                .expect("a service that calls others has a lane for its timeouts"),
+        }
+    }
+}
+
 struct Engine<'a, O: Observer> {
     model: &'a Model,
     observer: &'a mut O,
     now: Micros,
     events: EventQueue<Event>,
+    lanes: Lanes,
     recorder: Recorder,
+    /// The arrivals of an open loop.
+    open_arrivals: Option<OpenArrivals<'a>>,
+    /// A closed loop's start times and think times.
     arrivals: Stream,
     operations_stream: Stream,
     network: Stream,
@@ -367,6 +416,8 @@ struct Engine<'a, O: Observer> {
     /// without a topology.
     downstream: Vec<DownstreamCall>,
     attempts: Slab<Attempt>,
+    /// The attempts whose callers still wait for them.
+    awaiting: Awaiting,
     services: Vec<Service<'a>>,
     /// The user clients' overload controls.
     user_controls: ControlSet,
@@ -386,18 +437,35 @@ struct Engine<'a, O: Observer> {
     next_operation_id: u64,
     /// User operations started and not ended.
     unfinished: u64,
-    next_arrival_us: f64,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
     fn new(model: &'a Model, observer: &'a mut O) -> Self {
         let seed = model.seed;
+        let mut events = EventQueue::default();
+        let lanes = Lanes::new(&mut events, model);
         Engine {
             model,
             observer,
             now: 0,
-            events: EventQueue::default(),
+            events,
+            lanes,
             recorder: Recorder::new(model.bucket),
+            open_arrivals: match model.users.workload {
+                Arrivals::Open {
+                    mean_gap_us,
+                    ref load,
+                    load_peak,
+                } => Some(OpenArrivals::new(
+                    Stream::new(seed, Purpose::Arrivals),
+                    mean_gap_us,
+                    load.as_ref(),
+                    load_peak,
+                    model.users.count,
+                    model.duration,
+                )),
+                Arrivals::Closed { .. } => None,
+            },
             arrivals: Stream::new(seed, Purpose::Arrivals),
             operations_stream: Stream::new(seed, Purpose::Operations),
             network: Stream::new(seed, Purpose::Network),
@@ -405,6 +473,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             operations: Slab::default(),
             downstream: Vec::new(),
             attempts: Slab::default(),
+            awaiting: Awaiting::default(),
             services: model
                 .services
                 .iter()
@@ -453,7 +522,6 @@ impl<'a, O: Observer> Engine<'a, O> {
             }),
             next_operation_id: 0,
             unfinished: 0,
-            next_arrival_us: 0.0,
         }
     }
 
@@ -511,8 +579,7 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     fn handle(&mut self, event: Event) {
         match event {
-            Event::Arrival => {
-                let client = self.arrivals.index(self.model.users.count) as u32;
+            Event::Arrival(client) => {
                 self.start_operation(client);
                 self.schedule_next_arrival();
             }
@@ -539,7 +606,15 @@ impl<'a, O: Observer> Engine<'a, O> {
             Event::WorkDone(attempt) => self.work_done(attempt),
             Event::WriteArrives(attempt) => self.write_row(attempt),
             Event::Response(attempt) => self.response(attempt),
-            Event::Timeout(attempt) => self.timeout(attempt),
+            Event::Timeout(attempt) => {
+                if self.awaiting.contains(attempt) {
+                    self.timeout(attempt);
+                } else {
+                    // Answered in time: the timer is cancelled, and not counted as an event.
+                    // Still, it marks the time, for the end of the run.
+                    self.recorder.cancelled_timer();
+                }
+            }
             Event::Capacity(service) => self.capacity_change(service),
             Event::RejectionWorkDone(service) => self.rejection_work_done(service),
             Event::CrashCheck(service) => self.crash_check(service),
@@ -568,7 +643,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             Event::Send(key) | Event::DelayedSend(key) | Event::Hedge(key) => {
                 self.operations.prefetch(key)
             }
-            Event::Arrival
+            Event::Arrival(_)
             | Event::ClientReady(_)
             | Event::Capacity(_)
             | Event::RejectionWorkDone(_)

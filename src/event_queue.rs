@@ -2,30 +2,47 @@
 //!
 //! Two events at the same microsecond pop in the order they were scheduled, so a run never
 //! depends on how a heap breaks ties, and the same scenario and seed give the same event order
-//! on every machine. The key packs time and sequence into one `u128` so that a comparison is a
-//! single integer compare.
+//! on every machine. Every entry carries its time and its sequence number, and wherever it is
+//! kept, the next event popped is the least (time, sequence) of all.
 //!
 //! A plain binary heap of everything pending is correct but slow at scale: a million clients
 //! keep a few hundred thousand events pending, the heap outgrows the caches, and popping from it
-//! took three quarters of the run time. This is a calendar queue instead. Time is cut into
-//! buckets of [`BUCKET_WIDTH`] microseconds. The next [`RING_BUCKETS`] buckets (about 8 s) are
-//! vectors in a ring, appended to in O(1); when a bucket's turn comes its vector is sorted once,
-//! by a counting sort on the microsecond within the bucket (a bucket of a few events, as most
-//! are in a scenario of thousands of clients, by insertion), into descending order and drained
-//! from the back; small drained vectors are kept for later buckets to reuse. An event scheduled
-//! into the bucket being drained (most are, like the next arrival, a few microseconds ahead) is
-//! inserted near the back, which is cheap. Anything further ahead than the ring waits in an
-//! overflow heap until the ring reaches it. Events may not be scheduled before the last event
-//! popped, which a discrete-event simulation never does.
+//! took three quarters of the run time. So most events live in a calendar queue. Time is cut
+//! into buckets of [`BUCKET_WIDTH`] microseconds. The next [`RING_BUCKETS`] buckets (about 8 s)
+//! are vectors in a ring, appended to in O(1); when a bucket's turn comes its vector is sorted
+//! once, by a counting sort on the microsecond within the bucket (a bucket of a few events, as
+//! most are in a scenario of thousands of clients, by insertion), into descending order and
+//! drained from the back; small drained vectors are kept for later buckets to reuse. An event
+//! scheduled into the bucket being drained (a hop shorter than the bucket, say) goes into a
+//! small heap beside it rather than into the middle of its vector, which would move half of a
+//! busy bucket. Anything further ahead than the ring waits in an overflow heap until the ring
+//! reaches it. Events may not be scheduled before the last event popped, which a discrete-event
+//! simulation never does.
 //!
-//! The ring needs no sequence numbers: a bucket's vector is filled in scheduling order (events
-//! from the overflow arrive before any event scheduled directly into that bucket, and in
-//! (time, sequence) order), so a *stable* sort by time alone yields (time, sequence) order.
+//! Some events come in streams whose times never decrease in the order they are scheduled: the
+//! next open-loop arrival, every attempt's timeout when the timeout is a constant, every hop of
+//! a constant network latency. Those are a fifth to a half of all events, and their timeouts are
+//! the furthest ahead, in cold buckets. A caller may schedule such a stream into a *lane*
+//! ([`EventQueue::push_in`]): a first-in first-out queue ([`fifo`]), appended to and popped from
+//! its ends, never sorted. A lane is only a place, not a promise: an event earlier than its
+//! lane's last goes to the calendar instead, so a lane is always in (time, sequence) order and
+//! popping the least of the lanes' heads and the calendar's next gives exactly the order one
+//! heap would. The calendar is not even moved on while a lane's event is next: it moves only
+//! to its own events, skipping the buckets between them (a bit per bucket says which hold
+//! any), however long a stretch only lanes fill.
+//!
+//! Within a ring bucket no sort by sequence is needed: a bucket's vector is filled in scheduling
+//! order (events from the overflow arrive before any event scheduled directly into that bucket,
+//! and in (time, sequence) order), so a *stable* sort by time alone yields (time, sequence)
+//! order.
+
+mod fifo;
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use crate::time::Micros;
+use fifo::Fifo;
 
 /// log2 of the width of a bucket in microseconds.
 const BUCKET_SHIFT: u32 = 8;
@@ -41,11 +58,22 @@ const SPARE_CAPACITY: usize = 64;
 /// The most bucket vectors kept for reuse.
 const MAX_SPARES: usize = 256;
 
+/// A lane of an [`EventQueue`], as [`EventQueue::add_lane`] returned it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lane(u8);
+
 /// A min-queue of events keyed by (time, insertion sequence).
 #[derive(Debug)]
 pub struct EventQueue<E> {
-    /// Pending events of bucket `cursor`, by (time, sequence) descending: the next is last.
+    /// Pending events of bucket `cursor` scheduled before it became current, by (time,
+    /// sequence) descending: the next is last.
     current: Vec<Entry<E>>,
+    /// The key of `current`'s last entry, [`NONE`] if it is empty.
+    current_next: u128,
+    /// Pending events scheduled into bucket `cursor` (or before it) after it became current.
+    near: BinaryHeap<Reverse<Entry<E>>>,
+    /// The key of `near`'s least entry, [`NONE`] if it is empty.
+    near_next: u128,
     /// Scratch space of the counting sort.
     sorted: Vec<Entry<E>>,
     /// Events of buckets `cursor + 1 .. cursor + RING_BUCKETS`, at `bucket % RING_BUCKETS`, in
@@ -53,28 +81,46 @@ pub struct EventQueue<E> {
     ring: Vec<Vec<Entry<E>>>,
     /// Events in `ring`.
     in_ring: usize,
+    /// One bit per ring slot: whether it holds events, so that empty buckets are skipped
+    /// rather than visited (most are empty where lanes carry the steady streams).
+    occupied: Vec<u64>,
     /// Emptied bucket vectors of at most [`SPARE_CAPACITY`] entries, for ring slots to reuse
     /// rather than allocate and grow anew: most buckets of a small scenario hold a handful of
     /// events, and allocating each one's vector cost a tenth of the run.
     spare: Vec<Vec<Entry<E>>>,
-    /// Events of later buckets, keyed by (time, sequence).
-    far: BinaryHeap<Reverse<FarEntry<E>>>,
+    /// Events of later buckets.
+    far: BinaryHeap<Reverse<Entry<E>>>,
+    /// Streams of events in (time, sequence) order, each popped from its front.
+    lanes: Vec<Fifo<E>>,
+    /// The key of each lane's front ([`NONE`] if it is empty), and which is least: what the
+    /// calendar's next is compared with at every pop.
+    lane_fronts: Vec<u128>,
+    first_lane: usize,
     /// The bucket being drained.
     cursor: u64,
+    /// The first bucket after the cursor that holds events in the ring or the overflow, or
+    /// `u64::MAX`: where the calendar goes next.
+    next_bucket: u64,
     next_sequence: u64,
 }
 
+/// An event and its key: time in the high 64 bits, sequence in the low, so that (time,
+/// sequence) order is one integer comparison.
 #[derive(Debug, Clone, Copy)]
 struct Entry<E> {
-    time: Micros,
-    event: E,
-}
-
-#[derive(Debug)]
-struct FarEntry<E> {
     key: u128,
     event: E,
 }
+
+impl<E> Entry<E> {
+    #[inline]
+    fn time(&self) -> Micros {
+        (self.key >> 64) as Micros
+    }
+}
+
+/// No event: above every key, since no sequence number reaches `u64::MAX`.
+const NONE: u128 = u128::MAX;
 
 fn bucket_of(time: Micros) -> u64 {
     // Counted from 1, so that the queue starts before bucket 0's time: events scheduled before
@@ -83,18 +129,18 @@ fn bucket_of(time: Micros) -> u64 {
     (time >> BUCKET_SHIFT) + 1
 }
 
-impl<E> PartialEq for FarEntry<E> {
+impl<E> PartialEq for Entry<E> {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
     }
 }
-impl<E> Eq for FarEntry<E> {}
-impl<E> PartialOrd for FarEntry<E> {
+impl<E> Eq for Entry<E> {}
+impl<E> PartialOrd for Entry<E> {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
     }
 }
-impl<E> Ord for FarEntry<E> {
+impl<E> Ord for Entry<E> {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.key.cmp(&other.key)
     }
@@ -104,45 +150,97 @@ impl<E> Default for EventQueue<E> {
     fn default() -> Self {
         EventQueue {
             current: Vec::new(),
+            current_next: NONE,
+            near: BinaryHeap::new(),
+            near_next: NONE,
             sorted: Vec::new(),
             ring: (0..RING_BUCKETS).map(|_| Vec::new()).collect(),
             in_ring: 0,
+            occupied: vec![0; (RING_BUCKETS / 64) as usize],
             spare: Vec::new(),
             far: BinaryHeap::new(),
+            lanes: Vec::new(),
+            lane_fronts: Vec::new(),
+            first_lane: 0,
             cursor: 0,
+            next_bucket: u64::MAX,
             next_sequence: 0,
         }
     }
 }
 
 impl<E: Copy> EventQueue<E> {
+    /// A new lane, empty.
+    pub fn add_lane(&mut self) -> Lane {
+        let lane = Lane(u8::try_from(self.lanes.len()).expect("fewer than 256 lanes"));
+        self.lanes.push(Fifo::default());
+        self.lane_fronts.push(NONE);
+        lane
+    }
+
     /// Schedules `event` at `time`, which must not be before the last event popped.
     #[inline]
     pub fn push(&mut self, time: Micros, event: E) {
+        let entry = self.entry(time, event);
+        self.schedule(entry);
+    }
+
+    /// Schedules `event` at `time` in `lane` if no event of the lane is later, else as
+    /// [`EventQueue::push`] does: the same order either way, and cheaper in the lane.
+    #[inline(always)]
+    pub fn push_in(&mut self, lane: Lane, time: Micros, event: E) {
+        let entry = self.entry(time, event);
+        let sequence = entry.key as u64;
+        let index = usize::from(lane.0);
+        let queue = &mut self.lanes[index];
+        if !queue.accepts(time, sequence) {
+            return self.schedule(entry);
+        }
+        let was_empty = queue.len() == 0;
+        queue.push(time, sequence, event);
+        if was_empty {
+            self.lane_fronts[index] = entry.key;
+            if entry.key < self.lane_fronts[self.first_lane] {
+                self.first_lane = index;
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn entry(&mut self, time: Micros, event: E) -> Entry<E> {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
-        let bucket = bucket_of(time);
-        debug_assert!(bucket >= self.cursor, "an event scheduled in the past");
+        debug_assert!(bucket_of(time) >= self.cursor, "an event scheduled in the past");
+        Entry {
+            key: (u128::from(time) << 64) | u128::from(sequence),
+            event,
+        }
+    }
+
+    /// Puts an entry in the calendar: the current bucket's heap, the ring, or the overflow.
+    #[inline]
+    fn schedule(&mut self, entry: Entry<E>) {
+        let bucket = bucket_of(entry.time());
         if bucket - self.cursor >= RING_BUCKETS {
-            let key = (u128::from(time) << 64) | u128::from(sequence);
-            self.far.push(Reverse(FarEntry { key, event }));
+            self.next_bucket = self.next_bucket.min(bucket);
+            self.far.push(Reverse(entry));
         } else {
-            self.place(Entry { time, event });
+            self.place(entry);
         }
     }
 
     /// Puts an entry of a bucket within the ring where it belongs.
     #[inline]
     fn place(&mut self, entry: Entry<E>) {
-        let bucket = bucket_of(entry.time);
+        let bucket = bucket_of(entry.time());
         if bucket <= self.cursor {
-            // Before (popped after) every pending event of the same time: FIFO among equals.
-            let position = self
-                .current
-                .partition_point(|pending| pending.time > entry.time);
-            self.current.insert(position, entry);
+            self.near_next = self.near_next.min(entry.key);
+            self.near.push(Reverse(entry));
         } else {
-            let slot = &mut self.ring[(bucket % RING_BUCKETS) as usize];
+            let index = (bucket % RING_BUCKETS) as usize;
+            self.occupied[index / 64] |= 1 << (index % 64);
+            self.next_bucket = self.next_bucket.min(bucket);
+            let slot = &mut self.ring[index];
             if slot.capacity() == 0
                 && let Some(spare) = self.spare.pop()
             {
@@ -165,29 +263,80 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn pop(&mut self) -> Option<(Micros, E)> {
         loop {
-            if let Some(entry) = self.current.pop() {
-                return Some((entry.time, entry.event));
-            }
-            if !self.advance() {
-                return None;
-            }
+            let lane = self.lane_fronts.get(self.first_lane).copied().unwrap_or(NONE);
+            let (current, near) = (self.current_next, self.near_next);
+            let calendar = current.min(near);
+            let entry = if lane < calendar {
+                // Before anything of the current bucket. With the current bucket empty, the
+                // calendar may still hold events before the lane's in a later bucket: it moves
+                // on to the first of them. Else the lane's event is next and the calendar stays
+                // where it is, however far behind: only the calendar's own events move it.
+                if calendar == NONE && self.calendar_holds_by(bucket_of((lane >> 64) as Micros)) {
+                    self.advance();
+                    continue;
+                }
+                return Some(self.pop_lane());
+            } else if calendar == NONE {
+                if !self.advance() {
+                    return None;
+                }
+                continue;
+            } else if current < near {
+                let entry = self.current.pop().expect("its key was known");
+                self.current_next = self.current.last().map_or(NONE, |entry| entry.key);
+                entry
+            } else {
+                let Reverse(entry) = self.near.pop().expect("its key was known");
+                self.near_next = self.near.peek().map_or(NONE, |Reverse(entry)| entry.key);
+                entry
+            };
+            return Some((entry.time(), entry.event));
         }
     }
 
-    /// Moves the cursor to the next bucket, making it current. False when nothing is left.
-    fn advance(&mut self) -> bool {
-        if self.in_ring == 0 {
-            // Nothing within the ring: jump straight to the overflow's first bucket.
-            match self.far.peek() {
-                Some(Reverse(entry)) => self.cursor = bucket_of((entry.key >> 64) as Micros) - 1,
-                None => return false,
-            }
+    /// Whether the ring or the overflow holds an event of a bucket after the cursor and not
+    /// after `bucket`.
+    #[inline]
+    fn calendar_holds_by(&self, bucket: u64) -> bool {
+        self.next_bucket <= bucket
+    }
+
+    /// Takes the front of the lane whose front is least, and finds the next least.
+    #[inline]
+    fn pop_lane(&mut self) -> (Micros, E) {
+        let index = self.first_lane;
+        let queue = &mut self.lanes[index];
+        let (time, event) = queue.pop().expect("a lane's front is known");
+        self.lane_fronts[index] = queue.front_key().unwrap_or(NONE);
+        // Which lane is next is data, not a pattern: choose by masks rather than by branches.
+        let (mut first, mut least) = (0, NONE);
+        for (lane, &front) in self.lane_fronts.iter().enumerate() {
+            let earlier = usize::from(front < least).wrapping_neg();
+            first = (lane & earlier) | (first & !earlier);
+            let earlier = earlier as u128 | (earlier as u128) << 64;
+            least = (front & earlier) | (least & !earlier);
         }
-        self.cursor += 1;
+        self.first_lane = first;
+        (time, event)
+    }
+
+    /// Moves the cursor to the calendar's next bucket that holds anything, the ring's next
+    /// occupied bucket or the overflow's first, and makes it current. False when the calendar
+    /// is empty.
+    fn advance(&mut self) -> bool {
+        if self.next_bucket == u64::MAX {
+            return false;
+        }
+        let target = self.next_bucket;
+        debug_assert!(target > self.cursor, "the calendar moves forward");
+        // Buckets skipped are empty, and the overflow holds nothing for them: it holds only
+        // buckets a whole ring ahead of the cursor.
+        self.cursor = target;
         // The slot's vector becomes the current bucket (the slot starts afresh, so memory follows
         // the events pending, not the busiest bucket ever seen).
         let slot = (self.cursor % RING_BUCKETS) as usize;
         self.in_ring -= self.ring[slot].len();
+        self.occupied[slot / 64] &= !(1 << (slot % 64));
         let drained = std::mem::replace(&mut self.current, std::mem::take(&mut self.ring[slot]));
         if drained.capacity() <= SPARE_CAPACITY
             && drained.capacity() > 0
@@ -195,26 +344,52 @@ impl<E: Copy> EventQueue<E> {
         {
             self.spare.push(drained);
         }
-        // The ring now reaches one bucket further: bring in what the overflow holds for it, in
+        // The ring now reaches further: bring in what the overflow holds for it, in
         // (time, sequence) order, before anything can be scheduled there directly.
         while let Some(Reverse(entry)) = self.far.peek() {
-            let time = (entry.key >> 64) as Micros;
-            if bucket_of(time) - self.cursor >= RING_BUCKETS {
+            if bucket_of(entry.time()) - self.cursor >= RING_BUCKETS {
                 break;
             }
             let Reverse(entry) = self.far.pop().expect("peeked");
-            let entry = Entry {
-                time,
-                event: entry.event,
-            };
-            if bucket_of(time) == self.cursor {
+            if bucket_of(entry.time()) == self.cursor {
                 self.current.push(entry);
             } else {
                 self.place(entry);
             }
         }
+        self.next_bucket = match self.next_occupied(u64::MAX) {
+            Some(bucket) => bucket,
+            None => self
+                .far
+                .peek()
+                .map_or(u64::MAX, |Reverse(entry)| bucket_of(entry.time())),
+        };
         self.sort_current();
+        self.current_next = self.current.last().map_or(NONE, |entry| entry.key);
         true
+    }
+
+    /// The first bucket after the cursor and before `limit` whose ring slot holds events, if
+    /// any does: a scan of the occupancy bits from the cursor's slot on, around the ring.
+    #[inline]
+    fn next_occupied(&self, limit: u64) -> Option<u64> {
+        if self.in_ring == 0 {
+            return None;
+        }
+        let from = self.cursor + 1;
+        let end = limit.min(self.cursor + RING_BUCKETS);
+        let mut bucket = from;
+        while bucket < end {
+            let slot = (bucket % RING_BUCKETS) as usize;
+            // The bits of this slot and the slots after it in the same word.
+            let word = self.occupied[slot / 64] >> (slot % 64);
+            if word != 0 {
+                let found = bucket + u64::from(word.trailing_zeros());
+                return (found < end).then_some(found);
+            }
+            bucket += 64 - (slot % 64) as u64;
+        }
+        None
     }
 
     /// Sorts the current bucket by (time, sequence) descending. Its vector is in scheduling
@@ -228,7 +403,7 @@ impl<E: Copy> EventQueue<E> {
             for index in 1..self.current.len() {
                 let entry = self.current[index];
                 let mut position = index;
-                while position > 0 && self.current[position - 1].time <= entry.time {
+                while position > 0 && self.current[position - 1].time() <= entry.time() {
                     self.current[position] = self.current[position - 1];
                     position -= 1;
                 }
@@ -237,7 +412,7 @@ impl<E: Copy> EventQueue<E> {
             return;
         }
         let filler = self.current[0];
-        let offset = |entry: &Entry<E>| (entry.time & (BUCKET_WIDTH - 1)) as usize;
+        let offset = |entry: &Entry<E>| (entry.time() & (BUCKET_WIDTH - 1)) as usize;
         let mut next_position = [0usize; BUCKET_WIDTH as usize];
         for entry in &self.current {
             next_position[offset(entry)] += 1;
@@ -261,7 +436,11 @@ impl<E: Copy> EventQueue<E> {
 
     /// Events waiting.
     pub fn len(&self) -> usize {
-        self.current.len() + self.in_ring + self.far.len()
+        self.current.len()
+            + self.near.len()
+            + self.in_ring
+            + self.far.len()
+            + self.lanes.iter().map(Fifo::len).sum::<usize>()
     }
 
     /// Whether no event is waiting.

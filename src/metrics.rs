@@ -371,6 +371,9 @@ pub struct Measurements {
     pub operations: u64,
     /// Events the engine processed.
     pub events: u64,
+    /// Attempt timers that came due after their attempt was answered: dropped unhandled, and
+    /// not among `events`.
+    pub cancelled_timers: u64,
     /// Most operations in flight at once (started, not yet ended or with attempts still out;
     /// services' downstream calls included).
     pub peak_operations_in_flight: u64,
@@ -388,6 +391,7 @@ pub struct Recorder {
     latency_max_us: Micros,
     operations: u64,
     events: u64,
+    cancelled_timers: u64,
     peak_operations_in_flight: u64,
     peak_attempts_in_flight: u64,
 }
@@ -403,6 +407,7 @@ impl Recorder {
             latency_max_us: 0,
             operations: 0,
             events: 0,
+            cancelled_timers: 0,
             peak_operations_in_flight: 0,
             peak_attempts_in_flight: 0,
         }
@@ -452,13 +457,20 @@ impl Recorder {
         self.peak_attempts_in_flight = self.peak_attempts_in_flight.max(attempts as u64);
     }
 
-    /// Counts one processed event.
+    /// Counts one event taken from the queue.
     #[inline]
     pub fn count_event(&mut self) {
         self.events += 1;
     }
 
-    /// Events processed so far.
+    /// The last event taken was a timer whose attempt had been answered: a cancelled timer,
+    /// not an event.
+    #[inline]
+    pub fn cancelled_timer(&mut self) {
+        self.cancelled_timers += 1;
+    }
+
+    /// Events taken from the queue so far, cancelled timers among them.
     #[inline]
     pub fn events(&self) -> u64 {
         self.events
@@ -506,7 +518,8 @@ impl Recorder {
             services,
             entry,
             operations: self.operations,
-            events: self.events,
+            events: self.events - self.cancelled_timers,
+            cancelled_timers: self.cancelled_timers,
             peak_operations_in_flight: self.peak_operations_in_flight,
             peak_attempts_in_flight: self.peak_attempts_in_flight,
         }

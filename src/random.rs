@@ -13,6 +13,15 @@
 //! The samplers are written here rather than taken from a distribution crate, so that outputs do
 //! not change when such a crate changes, and the transcendental functions come from `libm`
 //! (pure Rust) rather than the platform's C library, so that they are the same on every machine.
+//!
+//! A stream takes its words from the generator [`AHEAD`] at a time. Most streams draw nothing
+//! but exponentials (a service's service times, the network's latencies), and an exponential's
+//! logarithm, computed where it is needed, is a chain of some fifty dependent operations that
+//! the event waits for: a tenth of a run went to waiting on them. So once a batch of words has
+//! gone to exponentials alone, the next batch's logarithms are computed together as it is
+//! taken, where they overlap one another, and each exponential draw then costs a
+//! multiplication. The words are the same and are used in the same order whatever is drawn, so
+//! every draw is the value it always was; only where its logarithm is computed moves.
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
@@ -45,9 +54,36 @@ pub enum Purpose {
     CallerControl = 11,
 }
 
+/// Words a stream takes from its generator at a time.
+pub const AHEAD: usize = 32;
+
 /// One random stream.
 #[derive(Debug, Clone)]
-pub struct Stream(ChaCha8Rng);
+pub struct Stream {
+    generator: ChaCha8Rng,
+    /// Words taken from the generator, used from `next` on.
+    words: [u64; AHEAD],
+    next: usize,
+    /// `-ln(1 - unit(word))` of each word from `logs_from` on, computed ahead.
+    logs: [f64; AHEAD],
+    logs_from: usize,
+    /// Whether a word of the batch went to something other than an exponential.
+    mixed: bool,
+    /// Whether every word of the previous batch went to exponentials.
+    exponentials_only: bool,
+}
+
+/// A word as a uniform draw from `[0, 1)` with 53 random bits.
+#[inline]
+fn to_unit(word: u64) -> f64 {
+    (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+}
+
+/// A word as a unit exponential, negated: `ln(1 - u)`.
+#[inline]
+fn to_log(word: u64) -> f64 {
+    libm::log(1.0 - to_unit(word))
+}
 
 impl Stream {
     /// The stream for `purpose` under `seed`. The seed fills the first eight bytes of the
@@ -55,23 +91,64 @@ impl Stream {
     pub fn new(seed: u64, purpose: Purpose) -> Stream {
         let mut key = [0u8; 32];
         key[..8].copy_from_slice(&seed.to_le_bytes());
-        let mut rng = ChaCha8Rng::from_seed(key);
-        rng.set_stream(purpose as u64);
-        Stream(rng)
+        let mut generator = ChaCha8Rng::from_seed(key);
+        generator.set_stream(purpose as u64);
+        Stream {
+            generator,
+            words: [0; AHEAD],
+            next: AHEAD,
+            logs: [0.0; AHEAD],
+            logs_from: AHEAD,
+            mixed: false,
+            exponentials_only: false,
+        }
     }
 
     /// The stream for `purpose` of service number `owner` under `seed`: owner 0's is
     /// [`Stream::new`]'s.
     pub fn owned(seed: u64, purpose: Purpose, owner: u16) -> Stream {
         let mut stream = Stream::new(seed, purpose);
-        stream.0.set_stream(purpose as u64 | u64::from(owner) << 32);
         stream
+            .generator
+            .set_stream(purpose as u64 | u64::from(owner) << 32);
+        stream
+    }
+
+    /// Takes the next batch of words from the generator, with their logarithms if the last
+    /// batch went to exponentials alone.
+    #[cold]
+    fn refill(&mut self) {
+        for word in &mut self.words {
+            *word = self.generator.next_u64();
+        }
+        self.next = 0;
+        self.exponentials_only = !self.mixed;
+        self.mixed = false;
+        self.logs_from = AHEAD;
+        if self.exponentials_only {
+            for (log, &word) in self.logs.iter_mut().zip(&self.words) {
+                *log = to_log(word);
+            }
+            self.logs_from = 0;
+        }
+    }
+
+    /// The next word, for any draw but an exponential.
+    #[inline]
+    fn word(&mut self) -> u64 {
+        if self.next == AHEAD {
+            self.refill();
+        }
+        self.mixed = true;
+        let word = self.words[self.next];
+        self.next += 1;
+        word
     }
 
     /// A uniform draw from `[0, 1)` with 53 random bits.
     #[inline]
     pub fn unit(&mut self) -> f64 {
-        (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
+        to_unit(self.word())
     }
 
     /// True with probability `p`.
@@ -84,13 +161,23 @@ impl Stream {
     /// `n / 2^64`, far under anything a simulation can observe.
     #[inline]
     pub fn index(&mut self, n: u64) -> u64 {
-        ((u128::from(self.0.next_u64()) * u128::from(n)) >> 64) as u64
+        ((u128::from(self.word()) * u128::from(n)) >> 64) as u64
     }
 
     /// An exponential draw with the given mean: `-ln(1 - u) * mean`.
     #[inline]
     pub fn exponential(&mut self, mean: f64) -> f64 {
-        -libm::log(1.0 - self.unit()) * mean
+        if self.next == AHEAD {
+            self.refill();
+        }
+        let index = self.next;
+        self.next += 1;
+        let log = if index >= self.logs_from {
+            self.logs[index]
+        } else {
+            to_log(self.words[index])
+        };
+        -log * mean
     }
 
     /// A standard normal draw (Box-Muller, one of the pair).
@@ -126,7 +213,7 @@ mod tests {
     fn the_stream_format_is_pinned() {
         // Changing the key layout or the generator would change every committed output.
         let mut stream = Stream::new(42, Purpose::Arrivals);
-        assert_eq!(stream.0.next_u64(), PINNED_FIRST_DRAW);
+        assert_eq!(stream.word(), PINNED_FIRST_DRAW);
     }
     const PINNED_FIRST_DRAW: u64 = 14_330_608_400_789_313_726;
 

@@ -20,30 +20,15 @@ use crate::time::{MICROS_PER_MS, Micros};
 const NO_DEADLINE: Micros = Micros::MAX / 2;
 
 impl<O: Observer> Engine<'_, O> {
-    /// The next open-loop arrival. With a load curve, arrivals are drawn at the curve's peak
-    /// rate and thinned (kept with probability `factor(t) / peak`), which gives a Poisson
-    /// process of rate `rate * factor(t)` from the arrival stream alone.
+    /// Schedules the next open-loop arrival, if one comes before the end.
     pub(super) fn schedule_next_arrival(&mut self) {
-        let Arrivals::Open {
-            mean_gap_us,
-            ref load,
-            load_peak,
-        } = self.model.users.workload
-        else {
-            unreachable!("only an open workload has arrivals");
-        };
-        let duration = self.model.duration as f64;
-        loop {
-            self.next_arrival_us += self.arrivals.exponential(mean_gap_us / load_peak);
-            let Some(load) = load else { break };
-            let keep = load.factor(self.next_arrival_us as Micros) / load_peak;
-            if self.next_arrival_us >= duration || self.arrivals.unit() < keep {
-                break;
-            }
-        }
-        if self.next_arrival_us < duration {
-            self.events
-                .push(self.next_arrival_us as Micros, Event::Arrival);
+        let arrivals = self
+            .open_arrivals
+            .as_mut()
+            .expect("only an open workload has arrivals");
+        if let Some((time, client)) = arrivals.next() {
+            let lane = self.lanes.arrivals;
+            self.events.push_in(lane, time, Event::Arrival(client));
         }
     }
 
@@ -297,20 +282,22 @@ impl<O: Observer> Engine<'_, O> {
             from_user,
             sent: now,
             gives_up,
-            client_waiting: true,
             server_holds: !lost,
             stage: Stage::Travelling,
             reply: Reply::Pending,
         });
+        self.awaiting.start(attempt);
         self.recorder
             .in_flight(self.operations.len(), self.attempts.len());
-        self.events.push(gives_up, Event::Timeout(attempt));
+        let timeouts = self.lanes.timeouts(call);
+        self.events.push_in(timeouts, gives_up, Event::Timeout(attempt));
         if hedge {
             self.hedge_sent(key, attempt);
         }
         if !lost {
             let arrives = now + self.model.network.latency.sample(&mut self.network);
-            self.events.push(arrives, Event::Reach(attempt));
+            self.events
+                .push_in(self.lanes.network, arrives, Event::Reach(attempt));
         }
     }
 
@@ -319,21 +306,21 @@ impl<O: Observer> Engine<'_, O> {
             return;
         };
         attempt.server_holds = false;
-        if attempt.client_waiting {
-            attempt.client_waiting = false;
+        if self.awaiting.stop(key) {
             self.resolve(key, false);
         }
         self.release_attempt(key);
     }
 
+    /// The caller stops waiting for an attempt it still awaits (the run loop drops the timers
+    /// of attempts answered in time).
     pub(super) fn timeout(&mut self, key: Key) {
-        let Some(attempt) = self.attempts.get_mut(key) else {
-            return;
-        };
-        if !attempt.client_waiting {
-            return;
-        }
-        attempt.client_waiting = false;
+        let attempt = self
+            .attempts
+            .get(key)
+            .expect("only an awaited attempt times out");
+        let stopped = self.awaiting.stop(key);
+        debug_assert!(stopped, "only an awaited attempt times out");
         let service = attempt.service;
         if attempt.from_user {
             self.recorder.at(self.now).timeouts += 1;
@@ -658,7 +645,7 @@ impl<O: Observer> Engine<'_, O> {
 
     pub(super) fn release_attempt(&mut self, key: Key) {
         let attempt = self.attempts.get(key).expect("live attempt");
-        if attempt.client_waiting || attempt.server_holds {
+        if attempt.server_holds || self.awaiting.contains(key) {
             return;
         }
         let operation_key = attempt.operation;

@@ -152,10 +152,10 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn cancel_hedges(&mut self, key: Key) {
         let state = std::mem::replace(&mut self.hedges[key.slot as usize], HedgeState::EMPTY);
         for &attempt in &state.live[..usize::from(state.count).min(MAX_HEDGES)] {
-            let Some(live) = self.attempts.get_mut(attempt) else {
+            let Some(live) = self.attempts.get(attempt) else {
                 continue;
             };
-            live.client_waiting = false;
+            self.awaiting.stop(attempt);
             let (service, index, sent, user) =
                 (live.service, live.index, live.sent, live.from_user);
             if user {

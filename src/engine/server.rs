@@ -270,7 +270,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             operation: attempt.operation,
             status_check: attempt.status_check,
             start,
-            caller_waiting: attempt.client_waiting,
+            caller_waiting: self.awaiting.contains(key),
         })
     }
 
@@ -412,7 +412,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Dequeued::Serve(key) => {
                     let attempt = self.attempts.get(key).expect("queued attempts are live");
                     let expired = model.drop_expired && now >= attempt.gives_up;
-                    let cancelled = model.cancellation && !attempt.client_waiting;
+                    let cancelled = model.cancellation && !self.awaiting.contains(key);
                     if expired || cancelled {
                         let counts = self.service(id).counts(now);
                         if expired {
@@ -509,7 +509,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             return self.drop_request(key);
         }
         let arrives = self.now + self.model.network.latency.sample(&mut self.network);
-        self.events.push(arrives, Event::Response(key));
+        self.events
+            .push_in(self.lanes.network, arrives, Event::Response(key));
     }
 
     pub(super) fn capacity_change(&mut self, id: ServiceId) {
