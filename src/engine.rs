@@ -179,10 +179,9 @@ enum Reply {
 enum Stage {
     Travelling,
     Queued,
-    /// A worker holds it: doing its own work, or waiting on a downstream call.
-    InService {
-        start: Micros,
-    },
+    /// A worker holds it, since `Attempt::service_start`: doing its own work, or waiting on a
+    /// downstream call.
+    InService,
     Waiting,
     /// Read from an optimistic row; its write is on its way.
     Writing,
@@ -193,6 +192,10 @@ enum Stage {
 #[derive(Debug)]
 struct Attempt {
     operation: Key,
+    /// Its place in the order of sending, from 0: the order in which a crash resets the
+    /// requests it holds, and the end of the run commits the writes in service, whatever slots
+    /// they occupy (a slot is an accident of when memory was freed).
+    number: u64,
     index: u16,
     status_check: bool,
     /// A user client sent it (else a service calling the next one).
@@ -205,6 +208,8 @@ struct Attempt {
     /// caller still waits is in `Engine::awaiting`.
     server_holds: bool,
     stage: Stage,
+    /// When a worker took it, while it is [`Stage::InService`].
+    service_start: Micros,
     reply: Reply,
 }
 
@@ -435,6 +440,8 @@ struct Engine<'a, O: Observer> {
     /// Some caller has controls, hedging or pushback, which keep [`CallExtras`].
     extras_on: bool,
     next_operation_id: u64,
+    /// The next attempt's [`Attempt::number`].
+    next_attempt_number: u64,
     /// User operations started and not ended.
     unfinished: u64,
 }
@@ -521,6 +528,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     || policy.retry_after == RetryAfterMode::Pushback
             }),
             next_operation_id: 0,
+            next_attempt_number: 0,
             unfinished: 0,
         }
     }

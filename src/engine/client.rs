@@ -274,8 +274,11 @@ impl<O: Observer> Engine<'_, O> {
             }
         }
         let lost = self.network.chance(self.model.network.request_loss.get());
+        let number = self.next_attempt_number;
+        self.next_attempt_number += 1;
         let attempt = self.attempts.insert(Attempt {
             operation: key,
+            number,
             index,
             status_check,
             service,
@@ -284,6 +287,7 @@ impl<O: Observer> Engine<'_, O> {
             gives_up,
             server_holds: !lost,
             stage: Stage::Travelling,
+            service_start: 0,
             reply: Reply::Pending,
         });
         self.awaiting.start(attempt);

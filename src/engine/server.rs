@@ -194,7 +194,8 @@ impl<'a, O: Observer> Engine<'a, O> {
     fn start_work(&mut self, key: Key) {
         let now = self.now;
         let attempt = self.attempts.get_mut(key).expect("live attempt");
-        attempt.stage = Stage::InService { start: now };
+        attempt.stage = Stage::InService;
+        attempt.service_start = now;
         let id = attempt.service;
         let done = self.service(id).begin_work(now, key);
         self.events.push(done, Event::WorkDone(key));
@@ -262,14 +263,14 @@ impl<'a, O: Observer> Engine<'a, O> {
     #[inline]
     fn held(&self, key: Key) -> Option<Held> {
         let attempt = self.attempts.get(key)?;
-        let Stage::InService { start } = attempt.stage else {
+        if attempt.stage != Stage::InService {
             return None;
-        };
+        }
         Some(Held {
             service: attempt.service,
             operation: attempt.operation,
             status_check: attempt.status_check,
-            start,
+            start: attempt.service_start,
             caller_waiting: self.awaiting.contains(key),
         })
     }
@@ -364,16 +365,17 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// bucket, so that the duplicate-write count is exact. A write to an optimistic row
     /// commits only if no write has changed the row since it was read, as it would have.
     pub(super) fn commit_writes_in_service(&mut self) {
-        let in_service: Vec<Key> = self
+        let mut in_service: Vec<Key> = self
             .attempts
             .keys()
             .filter(|&key| {
                 self.attempts.get(key).is_some_and(|attempt| {
                     !attempt.status_check
-                        && matches!(attempt.stage, Stage::InService { .. } | Stage::Writing)
+                        && matches!(attempt.stage, Stage::InService | Stage::Writing)
                 })
             })
             .collect();
+        self.in_sending_order(&mut in_service);
         for key in in_service {
             let attempt = self.attempts.get(key).expect("listed above");
             let (id, operation_key) = (attempt.service, attempt.operation);
@@ -491,6 +493,16 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
     }
 
+    /// Puts requests in the order they were sent.
+    fn in_sending_order(&self, keys: &mut [Key]) {
+        keys.sort_unstable_by_key(|&key| {
+            self.attempts
+                .get(key)
+                .expect("requests to order are live")
+                .number
+        });
+    }
+
     /// The service lets go of a request without answering.
     fn drop_request(&mut self, key: Key) {
         self.attempts
@@ -530,28 +542,27 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// one waiting.
     fn crash(&mut self, id: ServiceId) {
         let now = self.now;
-        let (waiters, mut victims) = self.service(id).take_all_waiting();
+        let (mut waiters, mut victims) = self.service(id).take_all_waiting();
+        self.in_sending_order(&mut waiters);
         for key in waiters {
             self.service(id).counts(now).resets += 1;
             self.reply(key, Reply::Reset);
         }
-        let in_service = |attempts: &crate::slab::Slab<super::Attempt>, key: Key| {
-            attempts.get(key).is_some_and(|attempt| {
-                attempt.service == id && matches!(attempt.stage, Stage::InService { .. })
+        let mut in_service: Vec<Key> = self
+            .attempts
+            .keys()
+            .filter(|&key| {
+                self.attempts.get(key).is_some_and(|attempt| {
+                    attempt.service == id && attempt.stage == Stage::InService
+                })
             })
-        };
-        victims.extend(
-            self.attempts
-                .keys()
-                .filter(|&key| in_service(&self.attempts, key)),
-        );
+            .collect();
+        self.in_sending_order(&mut in_service);
+        victims.extend(in_service);
         for key in victims {
-            if let Some(super::Attempt {
-                stage: Stage::InService { start },
-                ..
-            }) = self.attempts.get(key)
-            {
-                let start = *start;
+            let attempt = self.attempts.get(key).expect("a victim is live");
+            if attempt.stage == Stage::InService {
+                let start = attempt.service_start;
                 self.service(id).release_worker_after(now, start, true);
             }
             self.service(id).counts(now).resets += 1;
