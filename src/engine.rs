@@ -100,8 +100,16 @@ pub struct AttemptRecord {
     pub next: NextStep,
 }
 
-/// Hears what the engine does, for traces and progress bars. Both methods default to nothing.
+/// Hears what the engine does, for traces and progress bars. `attempt` and `progress` default
+/// to nothing.
 pub trait Observer {
+    /// Whether the observer hears attempts: then [`Observer::attempt`] hears every attempt of a
+    /// user operation in the order they resolve. Without it the engine builds no records, and
+    /// may learn a response before its time (see `Engine::reply`), which changes no result
+    /// but the order in which attempts would be heard.
+    fn hears_attempts(&self) -> bool {
+        true
+    }
     /// An attempt of a user operation was resolved.
     fn attempt(&mut self, _record: &AttemptRecord) {}
     /// The simulation reached time `now`; called every few tens of thousands of events.
@@ -112,7 +120,11 @@ pub trait Observer {
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Quiet;
 
-impl Observer for Quiet {}
+impl Observer for Quiet {
+    fn hears_attempts(&self) -> bool {
+        false
+    }
+}
 
 /// Simulates `model` and returns what was measured.
 pub fn simulate(model: &Model, observer: &mut impl Observer) -> Measurements {
@@ -439,6 +451,13 @@ struct Engine<'a, O: Observer> {
     extras: Vec<CallExtras>,
     /// Some caller has controls, hedging or pushback, which keep [`CallExtras`].
     extras_on: bool,
+    /// The observer hears attempts ([`Observer::hears_attempts`]).
+    hears_attempts: bool,
+    /// A user's success may be learned as it is sent (see `Engine::reply`): nothing but the
+    /// attempt's timeout could come between, since no one hears attempts in order, the users
+    /// start operations on their own schedule (an open loop), and no control or hedge of theirs
+    /// watches the response arrive.
+    learn_successes_early: bool,
     next_operation_id: u64,
     /// The next attempt's [`Attempt::number`].
     next_attempt_number: u64,
@@ -451,6 +470,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let seed = model.seed;
         let mut events = EventQueue::default();
         let lanes = Lanes::new(&mut events, model);
+        let hears_attempts = observer.hears_attempts();
         Engine {
             model,
             observer,
@@ -527,6 +547,11 @@ impl<'a, O: Observer> Engine<'a, O> {
                     || policy.hedging.is_some()
                     || policy.retry_after == RetryAfterMode::Pushback
             }),
+            hears_attempts,
+            learn_successes_early: !hears_attempts
+                && matches!(model.users.workload, Arrivals::Open { .. })
+                && model.users.policy.controls.is_empty()
+                && model.users.policy.hedging.is_none(),
             next_operation_id: 0,
             next_attempt_number: 0,
             unfinished: 0,

@@ -279,6 +279,10 @@ struct RunObserver {
 }
 
 impl Observer for RunObserver {
+    fn hears_attempts(&self) -> bool {
+        self.trace.is_some()
+    }
+
     fn attempt(&mut self, record: &AttemptRecord) {
         if let Some(trace) = &mut self.trace {
             trace.attempt(record);

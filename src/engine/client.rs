@@ -195,7 +195,7 @@ impl<O: Observer> Engine<'_, O> {
         let (client, index, id) = (operation.client, operation.attempt, operation.id);
         let user = !operation.downstream;
         self.fail(key, reason);
-        if user {
+        if user && self.hears_attempts {
             self.observer.attempt(&AttemptRecord {
                 client,
                 operation: id,
@@ -443,7 +443,7 @@ impl<O: Observer> Engine<'_, O> {
                 (false, _) => self.decide(operation, status, false, retry_after, false),
             }
         };
-        if user {
+        if user && self.hears_attempts {
             let operation = self
                 .operations
                 .get(operation)

@@ -158,7 +158,7 @@ impl<O: Observer> Engine<'_, O> {
             self.awaiting.stop(attempt);
             let (service, index, sent, user) =
                 (live.service, live.index, live.sent, live.from_user);
-            if user {
+            if user && self.hears_attempts {
                 let operation = self
                     .operations
                     .get(key)

@@ -67,7 +67,7 @@ fn committed_examples_are_current() {
 
 /// Each policy's events, as `--stats` counted them, lie between the estimate's fewest (every
 /// operation sent once) and most (every send allowed), within the spread of its per-visit
-/// constant (4.1 to 5.0 events per attempt measured, 5 assumed): from 0.7 times the fewest.
+/// constant (3.0 to 5.4 events per attempt measured, 4 assumed): from 0.7 times the fewest.
 fn estimate_brackets_the_events(scenario: &Path, stdout: &str) {
     let loaded = load(scenario, &[]).unwrap();
     let estimate = Estimate::of(&loaded, 1);

@@ -242,12 +242,12 @@ fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
             "ok: scenarios/retry-layers.toml (retry-layers, 3 policies; clients -> edge; edge -> api; api -> db)"
         )
     );
-    // 90,000 operations a policy, three requests each (edge, api, db), 5 events a request; with
+    // 90,000 operations a policy, three requests each (edge, api, db), 4 events a request; with
     // every send allowed, 2 client sends of 1 + 4 * (1 + 4) requests where the tiers retry
-    // (two policies) and 2 of 3 where they do not: 90,000 * 5 * (42 + 6 + 42) = 40.5 million.
+    // (two policies) and 2 of 3 where they do not: 90,000 * 4 * (42 + 6 + 42) = 32.4 million.
     assert!(
         lines.next().is_some_and(|line| line
-            .starts_with("  cost: 270,000 operations, 4.0 million to 40.5 million events")),
+            .starts_with("  cost: 270,000 operations, 3.2 million to 32.4 million events")),
         "{stdout}"
     );
 }
@@ -480,7 +480,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     let output = retrystorm(&check);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("cost: 18.0 billion operations, 90.0 billion to 360.0 billion events"),
+        stdout.contains("cost: 18.0 billion operations, 72.0 billion to 288.0 billion events"),
         "{stdout}"
     );
 
@@ -495,7 +495,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     for expected in [
-        "scenarios/bench/large.toml: this would take at least 90.0 billion events, more than the limit of 10.0 billion",
+        "scenarios/bench/large.toml: this would take at least 72.0 billion events, more than the limit of 10.0 billion",
         "estimate: 18.0 billion operations",
         "--no-cost-limit",
     ] {
@@ -517,7 +517,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     ]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("at least 60.6 billion events"), "{stderr}");
+    assert!(stderr.contains("at least 48.5 billion events"), "{stderr}");
     assert!(!out.exists());
 }
 
