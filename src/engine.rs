@@ -42,7 +42,22 @@
 //! Time is integer microseconds; events pop in (time, insertion) order; all randomness comes
 //! from the streams of [`crate::random`], split by purpose (and by service, for what belongs to
 //! a service), so every policy sees the same open-loop arrivals and the same endpoint choices.
-//! Nothing here iterates a hash map.
+//! Nothing here iterates a hash map, and nothing that reaches a result depends on which slab
+//! slot a record occupies: a crash resets the requests it holds in the order they were sent.
+//!
+//! # Events
+//!
+//! A step of the model is an event only where something else could happen before it: an
+//! operation starting or retrying, a request reaching its service, a worker finishing, a
+//! response the caller must react to. Two steps are not: an attempt's timeout that finds the
+//! attempt answered is a cancelled timer, dropped as it comes due without being handled (the
+//! attempts whose callers still wait are kept in a table of their own, [`awaiting`], so that
+//! dropping one reads no record), and a user's success that nothing can overtake is learned as
+//! it is sent (see `Engine::reply`). Neither moves a draw or changes the order of any other
+//! event, so results are the same as if both were events; `--stats` counts the events, and
+//! the timers cancelled apart. The event queue ([`crate::event_queue`]) keeps the streams
+//! whose times never go back (arrivals, timeouts, a constant latency's messages) in lanes of
+//! their own, and open-loop arrivals are drawn ahead in batches ([`arrivals`]).
 //!
 //! # Ending
 //!
@@ -57,8 +72,7 @@ mod hedging;
 mod server;
 
 use crate::control::ControlSet;
-use arrivals::OpenArrivals;
-use awaiting::Awaiting;
+use crate::distribution::Distribution;
 use crate::event_queue::{EventQueue, Lane};
 use crate::metrics::{Measurements, Recorder};
 use crate::model::{Arrivals, Model, ServiceId};
@@ -68,9 +82,15 @@ use crate::retry_after::RetryAfterMode;
 use crate::service::Service;
 use crate::slab::{Key, Slab};
 use crate::time::Micros;
+use arrivals::OpenArrivals;
+use awaiting::Awaiting;
 
 /// How many events ahead of the one being handled the engine prefetches for.
 const PREFETCH_AHEAD: usize = 2;
+/// Attempts in flight from which the engine prefetches: with fewer, their records and their
+/// operations' (about 140 bytes an attempt) fit in the cache anyway, and asking for them only
+/// costs the asking.
+const PREFETCH_FROM: usize = 4096;
 
 /// How often, in events, the observer hears about progress.
 const PROGRESS_EVERY: u64 = 1 << 16;
@@ -381,8 +401,9 @@ struct DownstreamCall {
 struct Lanes {
     /// The next open-loop arrival.
     arrivals: Lane,
-    /// Messages: a constant latency makes their arrivals a stream in sending order.
-    network: Lane,
+    /// Messages, if the latency is a constant: their arrivals are then a stream in sending
+    /// order (a random latency would make the lane a cost, not a saving).
+    network: Option<Lane>,
     /// Attempt timeouts of the users: their timeout is one constant, cut short only by a
     /// deadline.
     user_timeouts: Lane,
@@ -394,13 +415,23 @@ impl Lanes {
     fn new(events: &mut EventQueue<Event>, model: &Model) -> Lanes {
         Lanes {
             arrivals: events.add_lane(),
-            network: events.add_lane(),
+            network: matches!(model.network.latency, Distribution::Constant(_))
+                .then(|| events.add_lane()),
             user_timeouts: events.add_lane(),
             service_timeouts: model
                 .services
                 .iter()
                 .map(|service| service.downstream.is_some().then(|| events.add_lane()))
                 .collect(),
+        }
+    }
+
+    /// Schedules the arrival of a message at `time`, in the network's lane if it has one.
+    #[inline]
+    fn push_message(&self, events: &mut EventQueue<Event>, time: Micros, event: Event) {
+        match self.network {
+            Some(lane) => events.push_in(lane, time, event),
+            None => events.push(time, event),
         }
     }
 
@@ -563,8 +594,13 @@ impl<'a, O: Observer> Engine<'a, O> {
         while let Some((time, event)) = self.events.pop() {
             self.now = time;
             self.recorder.count_event();
-            if let Some(&later) = self.events.peek_ahead(PREFETCH_AHEAD) {
-                self.prefetch(later);
+            if self.attempts.len() > PREFETCH_FROM {
+                if let Some(&later) = self.events.peek_ahead(PREFETCH_AHEAD) {
+                    self.prefetch(later);
+                }
+                if let Some(&next) = self.events.peek_ahead(0) {
+                    self.prefetch_operation(next);
+                }
             }
             self.handle(event);
             if self.now >= self.model.duration && self.unfinished == 0 {
@@ -683,6 +719,17 @@ impl<'a, O: Observer> Engine<'a, O> {
             | Event::CrashCheck(_)
             | Event::Restart(_)
             | Event::Tick => {}
+        }
+    }
+
+    /// Brings the operation record of a request's event into the cache: the request's own
+    /// record was asked for two events ago and is there by now, and names it.
+    #[inline]
+    fn prefetch_operation(&self, event: Event) {
+        if let Event::Reach(key) | Event::WorkDone(key) | Event::Response(key) = event
+            && let Some(attempt) = self.attempts.get(key)
+        {
+            self.operations.prefetch(attempt.operation);
         }
     }
 

@@ -210,7 +210,10 @@ impl<E: Copy> EventQueue<E> {
     fn entry(&mut self, time: Micros, event: E) -> Entry<E> {
         let sequence = self.next_sequence;
         self.next_sequence += 1;
-        debug_assert!(bucket_of(time) >= self.cursor, "an event scheduled in the past");
+        debug_assert!(
+            bucket_of(time) >= self.cursor,
+            "an event scheduled in the past"
+        );
         Entry {
             key: (u128::from(time) << 64) | u128::from(sequence),
             event,
@@ -263,7 +266,11 @@ impl<E: Copy> EventQueue<E> {
     #[inline]
     pub fn pop(&mut self) -> Option<(Micros, E)> {
         loop {
-            let lane = self.lane_fronts.get(self.first_lane).copied().unwrap_or(NONE);
+            let lane = self
+                .lane_fronts
+                .get(self.first_lane)
+                .copied()
+                .unwrap_or(NONE);
             let (current, near) = (self.current_next, self.near_next);
             let calendar = current.min(near);
             let entry = if lane < calendar {

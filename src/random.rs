@@ -23,6 +23,8 @@
 //! multiplication. The words are the same and are used in the same order whatever is drawn, so
 //! every draw is the value it always was; only where its logarithm is computed moves.
 
+mod ln;
+
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
 
@@ -73,17 +75,7 @@ pub struct Stream {
     exponentials_only: bool,
 }
 
-/// A word as a uniform draw from `[0, 1)` with 53 random bits.
-#[inline]
-fn to_unit(word: u64) -> f64 {
-    (word >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-}
-
-/// A word as a unit exponential, negated: `ln(1 - u)`.
-#[inline]
-fn to_log(word: u64) -> f64 {
-    libm::log(1.0 - to_unit(word))
-}
+use ln::{ln_one_minus, ln_one_minus_all, unit as to_unit};
 
 impl Stream {
     /// The stream for `purpose` under `seed`. The seed fills the first eight bytes of the
@@ -118,17 +110,19 @@ impl Stream {
     /// batch went to exponentials alone.
     #[cold]
     fn refill(&mut self) {
-        for word in &mut self.words {
-            *word = self.generator.next_u64();
+        // In bulk: the generator's bytes, little-endian, are its words in order (each word is
+        // two of its 32-bit outputs, the first low), as `next_u64` would give them one by one.
+        let mut bytes = [0u8; AHEAD * 8];
+        self.generator.fill_bytes(&mut bytes);
+        for (word, bytes) in self.words.iter_mut().zip(bytes.chunks_exact(8)) {
+            *word = u64::from_le_bytes(bytes.try_into().expect("eight bytes"));
         }
         self.next = 0;
         self.exponentials_only = !self.mixed;
         self.mixed = false;
         self.logs_from = AHEAD;
         if self.exponentials_only {
-            for (log, &word) in self.logs.iter_mut().zip(&self.words) {
-                *log = to_log(word);
-            }
+            ln_one_minus_all(&self.words, &mut self.logs);
             self.logs_from = 0;
         }
     }
@@ -175,7 +169,7 @@ impl Stream {
         let log = if index >= self.logs_from {
             self.logs[index]
         } else {
-            to_log(self.words[index])
+            ln_one_minus(self.words[index])
         };
         -log * mean
     }
@@ -207,6 +201,16 @@ mod tests {
         assert_eq!(owned(0), draws(7, Purpose::Service));
         assert_ne!(owned(1), owned(0));
         assert_ne!(owned(1), owned(2));
+    }
+
+    /// Words taken in bulk are the generator's words one by one, batch after batch.
+    #[test]
+    fn bulk_words_are_the_generators_words() {
+        let mut stream = Stream::owned(42, Purpose::Network, 3);
+        let mut generator = stream.generator.clone();
+        for _ in 0..3 * AHEAD + 5 {
+            assert_eq!(stream.word(), generator.next_u64());
+        }
     }
 
     #[test]

@@ -522,12 +522,13 @@ fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {
         events += measurements.events;
         writeln!(
             io::stdout(),
-            "stats: {}: {} events in {:.3} s, {:.2} million events/s on one core, {:.2} events per operation; peak in flight: {} operations, {} attempts",
+            "stats: {}: {} events in {:.3} s, {:.2} million events/s on one core, {:.2} events per operation, {} timers cancelled; peak in flight: {} operations, {} attempts",
             policy.name,
             measurements.events,
             seconds,
             measurements.events as f64 / seconds.max(1e-9) / 1e6,
             measurements.events as f64 / (policy.summary.operations.max(1) as f64),
+            measurements.cancelled_timers,
             measurements.peak_operations_in_flight,
             measurements.peak_attempts_in_flight,
         )?;

@@ -68,7 +68,10 @@ mod tests {
         assert!(awaiting.stop(first));
         assert!(!awaiting.stop(first), "a caller stops waiting once");
         awaiting.start(next);
-        assert!(!awaiting.contains(first), "a stale timer finds its slot's next tenant");
+        assert!(
+            !awaiting.contains(first),
+            "a stale timer finds its slot's next tenant"
+        );
         assert!(awaiting.contains(next));
     }
 }

@@ -294,14 +294,15 @@ impl<O: Observer> Engine<'_, O> {
         self.recorder
             .in_flight(self.operations.len(), self.attempts.len());
         let timeouts = self.lanes.timeouts(call);
-        self.events.push_in(timeouts, gives_up, Event::Timeout(attempt));
+        self.events
+            .push_in(timeouts, gives_up, Event::Timeout(attempt));
         if hedge {
             self.hedge_sent(key, attempt);
         }
         if !lost {
             let arrives = now + self.model.network.latency.sample(&mut self.network);
-            self.events
-                .push_in(self.lanes.network, arrives, Event::Reach(attempt));
+            self.lanes
+                .push_message(&mut self.events, arrives, Event::Reach(attempt));
         }
     }
 

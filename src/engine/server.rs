@@ -543,8 +543,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.now = now;
             return;
         }
-        self.events
-            .push_in(self.lanes.network, arrives, Event::Response(key));
+        self.lanes
+            .push_message(&mut self.events, arrives, Event::Response(key));
     }
 
     pub(super) fn capacity_change(&mut self, id: ServiceId) {

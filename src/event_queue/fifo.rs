@@ -189,9 +189,15 @@ mod tests {
             }
         }
         assert!(!fifo.accepts(0, sequence(pushed)), "earlier than the last");
-        assert!(!fifo.accepts(Micros::MAX, sequence(pushed) + (1 << 33)), "too far in sequence");
+        assert!(
+            !fifo.accepts(Micros::MAX, sequence(pushed) + (1 << 33)),
+            "too far in sequence"
+        );
         while popped < pushed {
-            assert_eq!(fifo.front_key().map(|key| key as u64), Some(sequence(popped)));
+            assert_eq!(
+                fifo.front_key().map(|key| key as u64),
+                Some(sequence(popped))
+            );
             assert_eq!(fifo.pop(), Some((popped as Micros, popped)));
             popped += 1;
         }
