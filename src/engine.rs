@@ -50,7 +50,8 @@
 //! A step of the model is an event only where something else could happen before it: an
 //! operation starting or retrying, a request reaching its service, a worker finishing, a
 //! response the caller must react to. Two steps are not: an attempt's timeout that finds the
-//! attempt answered is a cancelled timer, dropped as it comes due without being handled (the
+//! attempt answered is a cancelled timer, never handled (the timers behind each one taken from
+//! their lane are dropped with it while their attempts are answered, a run at a time; the
 //! attempts whose callers still wait are kept in a table of their own, [`awaiting`], so that
 //! dropping one reads no record), and a user's success that nothing can overtake is learned as
 //! it is sent (see `Engine::reply`). Neither moves a draw or changes the order of any other
@@ -591,7 +592,7 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     fn run(mut self) -> Measurements {
         self.start();
-        while let Some((time, event)) = self.events.pop() {
+        while let Some((time, event)) = self.next_event() {
             self.now = time;
             self.recorder.count_event();
             if self.attempts.len() > PREFETCH_FROM {
@@ -619,6 +620,24 @@ impl<'a, O: Observer> Engine<'a, O> {
             .collect();
         self.recorder
             .finish(services, usize::from(self.model.entry))
+    }
+
+    /// The next event. Timers behind it in a lane whose attempts were answered in time are
+    /// dropped with it, without being taken one by one: they are cancelled (and counted as
+    /// such), except from the end of the run on, where the first event of all marks the time
+    /// the run stops at, even a cancelled timer.
+    #[inline]
+    fn next_event(&mut self) -> Option<(Micros, Event)> {
+        let (awaiting, duration) = (&self.awaiting, self.model.duration);
+        let mut cancelled = 0;
+        let next = self.events.pop_dropping(|time, event| {
+            let dead = time < duration
+                && matches!(event, Event::Timeout(attempt) if !awaiting.contains(*attempt));
+            cancelled += u64::from(dead);
+            dead
+        });
+        self.recorder.cancelled_timers(cancelled);
+        next
     }
 
     fn start(&mut self) {

@@ -265,6 +265,16 @@ impl<E: Copy> EventQueue<E> {
     /// The earliest event and its time.
     #[inline]
     pub fn pop(&mut self) -> Option<(Micros, E)> {
+        self.pop_dropping(|_, _| false)
+    }
+
+    /// The earliest event and its time, as [`EventQueue::pop`]; and when it comes from a lane,
+    /// the events right behind it in that lane that `dead` calls dead are dropped, never
+    /// returned (a lane of timers, most of them cancelled by then, is emptied of them in one go
+    /// rather than one pop each). `dead` must call an event dead only if nothing would come of
+    /// handling it: dropping it early changes nothing else, since the rest keep their order.
+    #[inline]
+    pub fn pop_dropping(&mut self, dead: impl FnMut(Micros, &E) -> bool) -> Option<(Micros, E)> {
         loop {
             let lane = self
                 .lane_fronts
@@ -282,7 +292,7 @@ impl<E: Copy> EventQueue<E> {
                     self.advance();
                     continue;
                 }
-                return Some(self.pop_lane());
+                return Some(self.pop_lane(dead));
             } else if calendar == NONE {
                 if !self.advance() {
                     return None;
@@ -308,12 +318,18 @@ impl<E: Copy> EventQueue<E> {
         self.next_bucket <= bucket
     }
 
-    /// Takes the front of the lane whose front is least, and finds the next least.
+    /// Takes the front of the lane whose front is least, drops the dead events behind it, and
+    /// finds the next least.
     #[inline]
-    fn pop_lane(&mut self) -> (Micros, E) {
+    fn pop_lane(&mut self, mut dead: impl FnMut(Micros, &E) -> bool) -> (Micros, E) {
         let index = self.first_lane;
         let queue = &mut self.lanes[index];
         let (time, event) = queue.pop().expect("a lane's front is known");
+        while let Some((time, event)) = queue.front()
+            && dead(time, event)
+        {
+            queue.pop();
+        }
         self.lane_fronts[index] = queue.front_key().unwrap_or(NONE);
         // Which lane is next is data, not a pattern: choose by masks rather than by branches.
         let (mut first, mut least) = (0, NONE);
@@ -513,6 +529,18 @@ mod tests {
         popped
     }
 
+    /// An offset ahead of the present: within a bucket or two, within the ring, beyond it, or
+    /// on its edge.
+    fn offset() -> impl Strategy<Value = u64> {
+        let ring = RING_BUCKETS * BUCKET_WIDTH;
+        prop_oneof![
+            0u64..2_000,
+            0u64..ring + 20_000,
+            0u64..3 * ring,
+            prop::sample::select(vec![ring - BUCKET_WIDTH, ring - 1, ring, ring + 1]),
+        ]
+    }
+
     proptest! {
         /// Many events at the same microsecond, in buckets both sorted by insertion (at most
         /// [`SMALL_BUCKET`]) and by counting, and vectors reused from the spares: still FIFO
@@ -527,33 +555,63 @@ mod tests {
             prop_assert_eq!(popped, expected);
         }
 
-        /// Against the obvious reference: sort everything by (time, insertion).
+        /// Against the obvious reference, sort everything by (time, insertion): events pushed
+        /// to the calendar near and far (beyond the ring, and on its edges), and into two lanes
+        /// in order or not (a lane takes what is in order, the calendar the rest), with ties
+        /// between them all; popped with a predicate that calls a third of the events dead, so
+        /// that the queue may drop those (only those) and must return every other, in order.
         #[test]
         fn matches_a_sorted_reference(
-            steps in prop::collection::vec((any::<bool>(), 0u64..3 * RING_BUCKETS * BUCKET_WIDTH), 1..400)
+            steps in prop::collection::vec((0u8..4, offset(), 0u64..3), 1..400)
         ) {
             let mut queue = EventQueue::default();
+            let lanes = [queue.add_lane(), queue.add_lane()];
+            let dead = |index: usize| index.is_multiple_of(3);
             let mut reference: Vec<(Micros, usize)> = Vec::new();
             let mut now = 0;
-            for (index, (pop, offset)) in steps.into_iter().enumerate() {
-                if pop {
-                    reference.sort();
-                    let expected = if reference.is_empty() { None } else { Some(reference.remove(0)) };
-                    let popped = queue.pop();
-                    prop_assert_eq!(popped, expected);
-                    if let Some((time, _)) = popped {
-                        now = time;
+            // Takes the next event and checks it against the reference: only dead events may
+            // have been skipped.
+            let pop = |queue: &mut EventQueue<usize>, reference: &mut Vec<(Micros, usize)>| {
+                reference.sort();
+                let popped = queue.pop_dropping(|_, &index| dead(index));
+                let skipped = match popped {
+                    Some(next) => reference.iter().take_while(|&&entry| entry < next).count(),
+                    None => reference.len(),
+                };
+                let all_dead = reference[..skipped].iter().all(|&(_, index)| dead(index));
+                reference.drain(..skipped);
+                if let Some(next) = popped {
+                    assert_eq!(reference.first(), Some(&next));
+                    reference.remove(0);
+                }
+                (popped, all_dead)
+            };
+            for (index, (action, offset, tie)) in steps.into_iter().enumerate() {
+                // Times in few distinct microseconds, so that equal times are common.
+                let time = now + offset - offset % 3 + tie;
+                match action {
+                    0 => {
+                        let (popped, all_dead) = pop(&mut queue, &mut reference);
+                        prop_assert!(all_dead, "a live event was skipped");
+                        if let Some((time, _)) = popped {
+                            now = time;
+                        }
+                        continue;
                     }
-                } else {
-                    // Mostly near, sometimes far, never in the past.
-                    let time = now + if index % 5 == 0 { offset } else { offset % 2000 };
-                    queue.push(time, index);
-                    reference.push((time, index));
+                    1 => queue.push(time, index),
+                    lane => queue.push_in(lanes[usize::from(lane) - 2], time, index),
+                }
+                reference.push((time, index));
+            }
+            loop {
+                let (popped, all_dead) = pop(&mut queue, &mut reference);
+                prop_assert!(all_dead, "a live event was skipped");
+                if popped.is_none() {
+                    break;
                 }
             }
-            reference.sort();
-            let rest: Vec<_> = std::iter::from_fn(|| queue.pop()).collect();
-            prop_assert_eq!(rest, reference);
+            prop_assert!(reference.is_empty());
+            prop_assert!(queue.is_empty());
         }
     }
 }

@@ -390,8 +390,12 @@ pub struct Recorder {
     latency_sum_us: u128,
     latency_max_us: Micros,
     operations: u64,
+    /// Events taken from the queue, cancelled timers among them.
     events: u64,
-    cancelled_timers: u64,
+    /// Of those, timers whose attempts had been answered.
+    cancelled_taken: u64,
+    /// Timers whose attempts had been answered, dropped without being taken.
+    cancelled_dropped: u64,
     peak_operations_in_flight: u64,
     peak_attempts_in_flight: u64,
 }
@@ -407,7 +411,8 @@ impl Recorder {
             latency_max_us: 0,
             operations: 0,
             events: 0,
-            cancelled_timers: 0,
+            cancelled_taken: 0,
+            cancelled_dropped: 0,
             peak_operations_in_flight: 0,
             peak_attempts_in_flight: 0,
         }
@@ -467,7 +472,14 @@ impl Recorder {
     /// not an event.
     #[inline]
     pub fn cancelled_timer(&mut self) {
-        self.cancelled_timers += 1;
+        self.cancelled_taken += 1;
+    }
+
+    /// `count` timers whose attempts had been answered were dropped without being taken as
+    /// events.
+    #[inline]
+    pub fn cancelled_timers(&mut self, count: u64) {
+        self.cancelled_dropped += count;
     }
 
     /// Events taken from the queue so far, cancelled timers among them.
@@ -518,8 +530,8 @@ impl Recorder {
             services,
             entry,
             operations: self.operations,
-            events: self.events - self.cancelled_timers,
-            cancelled_timers: self.cancelled_timers,
+            events: self.events - self.cancelled_taken,
+            cancelled_timers: self.cancelled_taken + self.cancelled_dropped,
             peak_operations_in_flight: self.peak_operations_in_flight,
             peak_attempts_in_flight: self.peak_attempts_in_flight,
         }

@@ -119,6 +119,13 @@ impl<E: Copy> Fifo<E> {
         Some(u128::from(entry.time) << 64 | u128::from(self.front_sequence))
     }
 
+    /// The front entry's time and event.
+    #[inline]
+    pub(super) fn front(&self) -> Option<(Micros, &E)> {
+        let entry = self.front.get(self.head)?;
+        Some((entry.time, &entry.event))
+    }
+
     /// Takes the front entry: its time and event.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<(Micros, E)> {
