@@ -380,7 +380,7 @@ impl<E: Copy> EventQueue<E> {
                 self.place(entry);
             }
         }
-        self.next_bucket = match self.next_occupied(u64::MAX) {
+        self.next_bucket = match self.next_occupied() {
             Some(bucket) => bucket,
             None => self
                 .far
@@ -392,16 +392,15 @@ impl<E: Copy> EventQueue<E> {
         true
     }
 
-    /// The first bucket after the cursor and before `limit` whose ring slot holds events, if
-    /// any does: a scan of the occupancy bits from the cursor's slot on, around the ring.
+    /// The first bucket after the cursor whose ring slot holds events, if any does: a scan of
+    /// the occupancy bits from the cursor's slot on, around the ring.
     #[inline]
-    fn next_occupied(&self, limit: u64) -> Option<u64> {
+    fn next_occupied(&self) -> Option<u64> {
         if self.in_ring == 0 {
             return None;
         }
-        let from = self.cursor + 1;
-        let end = limit.min(self.cursor + RING_BUCKETS);
-        let mut bucket = from;
+        let end = self.cursor + RING_BUCKETS;
+        let mut bucket = self.cursor + 1;
         while bucket < end {
             let slot = (bucket % RING_BUCKETS) as usize;
             // The bits of this slot and the slots after it in the same word.

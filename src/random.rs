@@ -66,13 +66,11 @@ pub struct Stream {
     /// Words taken from the generator, used from `next` on.
     words: [u64; AHEAD],
     next: usize,
-    /// `-ln(1 - unit(word))` of each word from `logs_from` on, computed ahead.
+    /// `ln(1 - unit(word))` of each word, computed with the batch when `logs_ready`.
     logs: [f64; AHEAD],
-    logs_from: usize,
+    logs_ready: bool,
     /// Whether a word of the batch went to something other than an exponential.
     mixed: bool,
-    /// Whether every word of the previous batch went to exponentials.
-    exponentials_only: bool,
 }
 
 use ln::{ln_one_minus, ln_one_minus_all, unit as to_unit};
@@ -90,9 +88,8 @@ impl Stream {
             words: [0; AHEAD],
             next: AHEAD,
             logs: [0.0; AHEAD],
-            logs_from: AHEAD,
+            logs_ready: false,
             mixed: false,
-            exponentials_only: false,
         }
     }
 
@@ -118,12 +115,10 @@ impl Stream {
             *word = u64::from_le_bytes(bytes.try_into().expect("eight bytes"));
         }
         self.next = 0;
-        self.exponentials_only = !self.mixed;
+        self.logs_ready = !self.mixed;
         self.mixed = false;
-        self.logs_from = AHEAD;
-        if self.exponentials_only {
+        if self.logs_ready {
             ln_one_minus_all(&self.words, &mut self.logs);
-            self.logs_from = 0;
         }
     }
 
@@ -166,7 +161,7 @@ impl Stream {
         }
         let index = self.next;
         self.next += 1;
-        let log = if index >= self.logs_from {
+        let log = if self.logs_ready {
             self.logs[index]
         } else {
             ln_one_minus(self.words[index])
