@@ -86,11 +86,14 @@ use crate::time::Micros;
 use arrivals::OpenArrivals;
 use awaiting::Awaiting;
 
-/// How many events ahead of the one being handled the engine prefetches for.
-const PREFETCH_AHEAD: usize = 2;
-/// Attempts in flight from which the engine prefetches: with fewer, their records and their
-/// operations' (about 140 bytes an attempt) fit in the cache anyway, and asking for them only
-/// costs the asking.
+/// How many events ahead of the one being handled the engine prefetches for: a record that
+/// misses every cache takes as long to arrive as handling a few events does.
+const PREFETCH_AHEAD: usize = 4;
+/// Calls in flight (user operations and downstream calls) from which the engine prefetches:
+/// with fewer, their records and their attempts' (about 140 bytes a call) fit in the cache
+/// anyway, and asking for them only costs the asking. Calls rather than attempts: through an
+/// outage that refuses at once, hundreds of thousands of operations wait out their backoff
+/// with few attempts in flight, and a retry's send reads its operation's record.
 const PREFETCH_FROM: usize = 4096;
 
 /// How often, in events, the observer hears about progress.
@@ -595,7 +598,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         while let Some((time, event)) = self.next_event() {
             self.now = time;
             self.recorder.count_event();
-            if self.attempts.len() > PREFETCH_FROM {
+            if self.operations.len() > PREFETCH_FROM {
                 if let Some(&later) = self.events.peek_ahead(PREFETCH_AHEAD) {
                     self.prefetch(later);
                 }
@@ -742,7 +745,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     /// Brings the operation record of a request's event into the cache: the request's own
-    /// record was asked for two events ago and is there by now, and names it.
+    /// record was asked for a few events ago and is there by now, and names it.
     #[inline]
     fn prefetch_operation(&self, event: Event) {
         if let Event::Reach(key) | Event::WorkDone(key) | Event::Response(key) = event
