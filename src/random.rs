@@ -122,16 +122,23 @@ impl Stream {
         }
     }
 
-    /// The next word, for any draw but an exponential.
+    /// The index of the next word of the batch, taken (with a new batch if this one is used up).
     #[inline]
-    fn word(&mut self) -> u64 {
+    fn take(&mut self) -> usize {
         if self.next == AHEAD {
             self.refill();
         }
-        self.mixed = true;
-        let word = self.words[self.next];
+        let index = self.next;
         self.next += 1;
-        word
+        index
+    }
+
+    /// The next word, for any draw but an exponential.
+    #[inline]
+    fn word(&mut self) -> u64 {
+        let index = self.take();
+        self.mixed = true;
+        self.words[index]
     }
 
     /// A uniform draw from `[0, 1)` with 53 random bits.
@@ -156,11 +163,7 @@ impl Stream {
     /// An exponential draw with the given mean: `-ln(1 - u) * mean`.
     #[inline]
     pub fn exponential(&mut self, mean: f64) -> f64 {
-        if self.next == AHEAD {
-            self.refill();
-        }
-        let index = self.next;
-        self.next += 1;
+        let index = self.take();
         let log = if self.logs_ready {
             self.logs[index]
         } else {

@@ -2,7 +2,7 @@
 //! worked on, makes the service's downstream calls, and is answered. The decisions are the
 //! [`Service`]'s own; this is where they meet the requests' records and the network.
 
-use super::{DownstreamCall, Engine, Event, Observer, Reply, Stage};
+use super::{Attempt, DownstreamCall, Engine, Event, Observer, Reply, Stage};
 use crate::idempotency::{KeyState, KeyVerdict};
 use crate::model::{RejectionKind, ServiceId};
 use crate::scenario::InFlightRepeat;
@@ -365,17 +365,9 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// bucket, so that the duplicate-write count is exact. A write to an optimistic row
     /// commits only if no write has changed the row since it was read, as it would have.
     pub(super) fn commit_writes_in_service(&mut self) {
-        let mut in_service: Vec<Key> = self
-            .attempts
-            .keys()
-            .filter(|&key| {
-                self.attempts.get(key).is_some_and(|attempt| {
-                    !attempt.status_check
-                        && matches!(attempt.stage, Stage::InService | Stage::Writing)
-                })
-            })
-            .collect();
-        self.in_sending_order(&mut in_service);
+        let in_service = self.requests_in_sending_order(|attempt| {
+            !attempt.status_check && matches!(attempt.stage, Stage::InService | Stage::Writing)
+        });
         for key in in_service {
             let attempt = self.attempts.get(key).expect("listed above");
             let (id, operation_key) = (attempt.service, attempt.operation);
@@ -493,6 +485,17 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
     }
 
+    /// The live requests that `select` picks, in the order they were sent.
+    fn requests_in_sending_order(&self, select: impl Fn(&Attempt) -> bool) -> Vec<Key> {
+        let mut keys: Vec<Key> = self
+            .attempts
+            .keys()
+            .filter(|&key| self.attempts.get(key).is_some_and(&select))
+            .collect();
+        self.in_sending_order(&mut keys);
+        keys
+    }
+
     /// Puts requests in the order they were sent.
     fn in_sending_order(&self, keys: &mut [Key]) {
         keys.sort_unstable_by_key(|&key| {
@@ -570,17 +573,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.service(id).counts(now).resets += 1;
             self.reply(key, Reply::Reset);
         }
-        let mut in_service: Vec<Key> = self
-            .attempts
-            .keys()
-            .filter(|&key| {
-                self.attempts.get(key).is_some_and(|attempt| {
-                    attempt.service == id && attempt.stage == Stage::InService
-                })
-            })
-            .collect();
-        self.in_sending_order(&mut in_service);
-        victims.extend(in_service);
+        victims.extend(self.requests_in_sending_order(|attempt| {
+            attempt.service == id && attempt.stage == Stage::InService
+        }));
         for key in victims {
             let attempt = self.attempts.get(key).expect("a victim is live");
             if attempt.stage == Stage::InService {
