@@ -91,16 +91,6 @@ impl CapacityCurve {
         incidents
     }
 
-    /// The end of the last incident, from which recovery is measured: 0 if the curve never
-    /// left its initial value; the last point's time if it never came back.
-    pub fn incident_end(&self) -> Micros {
-        match self.incidents().last() {
-            None => 0,
-            Some(&(_, Some(end))) => end,
-            Some(&(_, None)) => self.points.last().map_or(0, |&(at, _)| at),
-        }
-    }
-
     /// Workers available at `t`.
     pub fn available(&self, t: Micros) -> u64 {
         (self.workers * self.factor(t) + EPSILON).floor().max(0.0) as u64
@@ -216,13 +206,12 @@ mod tests {
 
     #[test]
     fn the_incident_ends_when_capacity_is_back() {
-        assert_eq!(curve(10, &[]).incident_end(), 0);
         let outage = curve(10, &[(0, 1.0), (20, 1.0), (20, 0.0), (30, 0.0), (40, 1.0)]);
-        assert_eq!(outage.incident_end(), 40_000);
+        assert_eq!(outage.incidents(), [(20_000, Some(40_000))]);
         let never_back = curve(10, &[(0, 1.0), (20, 0.5)]);
-        assert_eq!(never_back.incident_end(), 20_000);
+        assert_eq!(never_back.incidents(), [(0, None)]);
         let spike = curve(1, &[(10, 1.0), (10, 4.0), (12, 4.0), (12, 1.0)]);
-        assert_eq!(spike.incident_end(), 12_000);
+        assert_eq!(spike.incidents(), [(10_000, Some(12_000))]);
         assert_eq!(spike.peak_factor(), 4.0);
         assert_eq!(curve(10, &[]).peak_factor(), 1.0);
     }

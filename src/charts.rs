@@ -10,7 +10,7 @@
 //!
 //! Conventions, the same in every chart: one colour per policy, in scenario order, from the
 //! Okabe-Ito palette (safe for the common forms of colour blindness); the upstream's capacity in
-//! grey; the incident window (capacity or offered load away from its starting level) shaded;
+//! grey; the incident window (the scenario's, see [`crate::scenario::incident`]) shaded;
 //! a service down after crashing under overload as a band in the policy's colour along the
 //! bottom of the plot, one row per policy; units on every axis; legends in a strip of their
 //! own above the plot, so they never cover data.
@@ -30,7 +30,6 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::capacity::CapacityCurve;
 use crate::model::ServiceModel;
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
@@ -943,18 +942,14 @@ impl ChartData {
                 .collect()
         };
         let end = buckets as u64 * bucket;
-        let mut incidents: Vec<(f64, f64)> = run
-            .model
-            .services
-            .iter()
-            .flat_map(|service| incident_windows(&service.capacity, end))
-            .collect();
-        incidents.extend(incident_windows(
-            &CapacityCurve::new(1, &run.scenario.clients.load),
-            end,
-        ));
-        incidents.sort_by(|a, b| a.0.total_cmp(&b.0));
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
+        // The incident the summary measures, one that does not end closed at the chart's end.
+        let incidents: Vec<(f64, f64)> = run
+            .model
+            .incident
+            .map(|(start, stop)| (seconds(start), seconds(stop.unwrap_or(end).max(start))))
+            .into_iter()
+            .collect();
         let outages = run
             .policies
             .iter()
@@ -1336,16 +1331,6 @@ impl Panel {
             incidents: self.incidents.clone(),
         }
     }
-}
-
-/// A curve's incidents as time ranges in seconds, those that never end closed at `end`.
-fn incident_windows(curve: &CapacityCurve, end: Micros) -> Vec<(f64, f64)> {
-    let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
-    curve
-        .incidents()
-        .into_iter()
-        .map(|(start, stop)| (seconds(start), seconds(stop.unwrap_or(end).max(start))))
-        .collect()
 }
 
 #[cfg(test)]

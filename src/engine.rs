@@ -512,7 +512,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             now: 0,
             events,
             lanes,
-            recorder: Recorder::new(model.bucket),
+            recorder: Recorder::new(model.bucket, model.duration),
             open_arrivals: match model.users.workload {
                 Arrivals::Open {
                     mean_gap_us,

@@ -15,7 +15,7 @@ use crate::histogram::Histogram;
 use crate::outcome::FailureReason;
 use crate::service::ServiceRecord;
 
-use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 pub use summary::{
     Better, Domain, HealthRule, Incident, METRICS, Metric, Recovery, ServiceSummary, Summary, Unit,
     Window, format_metric, metric, metric_index, metric_names, parse_metric,
@@ -62,6 +62,53 @@ pub struct BucketCounts {
     pub failures: [u64; FailureReason::ALL.len()],
     /// Writes committed beyond the first for one logical operation at one service.
     pub duplicate_writes: u64,
+}
+
+/// The step of the health series recovery is measured on (see [`health_step`]).
+pub const HEALTH_STEP: Micros = 10 * MICROS_PER_MS;
+/// The most steps the health series of one run has: 100,000 of 32 bytes, 3.2 MB a policy.
+pub const MAX_HEALTH_STEPS: u64 = 100_000;
+
+/// The step of the health series of a run whose arrivals last `duration`, with buckets of
+/// `bucket`: 10 ms (the bucket, if it is finer), widened in a run so long that arrivals would
+/// span more than [`MAX_HEALTH_STEPS`] of them. Recovery is measured to a step, so a 1 s bucket
+/// does not make every recovery a whole number of seconds.
+pub fn health_step(bucket: Micros, duration: Micros) -> Micros {
+    bucket
+        .min(HEALTH_STEP)
+        .max(duration.div_ceil(MAX_HEALTH_STEPS))
+        .max(1)
+}
+
+/// The counts the health rule reads, per step of the health series or summed over a window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HealthCounts {
+    /// Operations that ended successfully.
+    pub succeeded: u64,
+    /// Operations that ended without success.
+    pub failed: u64,
+    /// First attempts of operations sent.
+    pub first_attempts: u64,
+    /// Attempts after the first sent.
+    pub retries: u64,
+}
+
+impl HealthCounts {
+    /// Adds `other`'s counts.
+    pub fn add(&mut self, other: &HealthCounts) {
+        self.succeeded += other.succeeded;
+        self.failed += other.failed;
+        self.first_attempts += other.first_attempts;
+        self.retries += other.retries;
+    }
+
+    /// Takes away `other`'s counts (a part of these).
+    pub fn subtract(&mut self, other: &HealthCounts) {
+        self.succeeded -= other.succeeded;
+        self.failed -= other.failed;
+        self.first_attempts -= other.first_attempts;
+        self.retries -= other.retries;
+    }
 }
 
 /// Counts of one service in one time bucket: what its callers sent it and saw, what it did,
@@ -357,6 +404,11 @@ pub struct Measurements {
     pub buckets: Vec<BucketCounts>,
     /// Latency of successful operations per bucket (by end time).
     pub latency: Vec<Histogram>,
+    /// The step of `health`: see [`health_step`].
+    pub health_step: Micros,
+    /// The users' counts the health rule reads, per step, over the arrivals (the steps that
+    /// overlap `[0, duration)`): recovery is measured on these, finer than a bucket.
+    pub health: Vec<HealthCounts>,
     /// Latency of all successful operations.
     pub total_latency: Histogram,
     /// Sum of the latencies of successful operations, for an exact mean.
@@ -385,6 +437,11 @@ pub struct Measurements {
 #[derive(Debug)]
 pub struct Recorder {
     buckets: Buckets<BucketCounts>,
+    health: Buckets<HealthCounts>,
+    /// Steps of `health`: those that overlap the arrivals.
+    health_steps: usize,
+    /// The end of the last of them: later counts are the drain, outside every health window.
+    health_end: Micros,
     latency: Vec<Histogram>,
     total_latency: Histogram,
     latency_sum_us: u128,
@@ -401,10 +458,15 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// A recorder with buckets of `bucket` microseconds.
-    pub fn new(bucket: Micros) -> Recorder {
+    /// A recorder with buckets of `bucket` microseconds, for arrivals that last `duration`.
+    pub fn new(bucket: Micros, duration: Micros) -> Recorder {
+        let step = health_step(bucket, duration);
+        let health_steps = duration.div_ceil(step);
         Recorder {
             buckets: Buckets::new(bucket),
+            health: Buckets::new(step),
+            health_steps: health_steps as usize,
+            health_end: health_steps * step,
             latency: Vec::new(),
             total_latency: Histogram::new(TOTAL_PRECISION),
             latency_sum_us: 0,
@@ -424,6 +486,24 @@ impl Recorder {
         self.buckets.at(t)
     }
 
+    /// The health counts of the step holding time `t`, if it overlaps the arrivals.
+    #[inline]
+    fn health_at(&mut self, t: Micros) -> Option<&mut HealthCounts> {
+        (t < self.health_end).then(|| self.health.at(t))
+    }
+
+    /// A user's client sent an attempt at `t`: its operation's first, or a retry.
+    #[inline]
+    pub fn attempt_sent(&mut self, t: Micros, first: bool) {
+        if let Some(counts) = self.health_at(t) {
+            if first {
+                counts.first_attempts += 1;
+            } else {
+                counts.retries += 1;
+            }
+        }
+    }
+
     /// An operation started.
     #[inline]
     pub fn operation_started(&mut self) {
@@ -434,6 +514,9 @@ impl Recorder {
     pub fn succeeded(&mut self, start: Micros, end: Micros) {
         let latency = end - start;
         self.at(end).succeeded += 1;
+        if let Some(counts) = self.health_at(end) {
+            counts.succeeded += 1;
+        }
         let index = (end / self.buckets.width) as usize;
         if index >= self.latency.len() {
             self.latency
@@ -452,6 +535,9 @@ impl Recorder {
         counts.failures[reason.index()] += 1;
         if reason.is_unknown_outcome() {
             counts.unknown_results += 1;
+        }
+        if let Some(counts) = self.health_at(end) {
+            counts.failed += 1;
         }
     }
 
@@ -524,6 +610,8 @@ impl Recorder {
             bucket: width,
             buckets: users,
             latency,
+            health_step: self.health.width,
+            health: self.health.into_padded(self.health_steps),
             total_latency: self.total_latency,
             latency_sum_us: self.latency_sum_us,
             latency_max_us: self.latency_max_us,
@@ -597,7 +685,7 @@ mod tests {
 
     #[test]
     fn failures_are_counted_by_reason() {
-        let mut recorder = Recorder::new(MICROS_PER_SECOND);
+        let mut recorder = Recorder::new(MICROS_PER_SECOND, MICROS_PER_SECOND);
         recorder.failed(10, FailureReason::Decision(StopReason::MaxAttempts));
         recorder.failed(
             2 * MICROS_PER_SECOND,

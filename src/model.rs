@@ -13,6 +13,7 @@ use crate::control::{ControlKind, ControlModel};
 use crate::decision::{StatusSet, is_idempotent_method};
 use crate::distribution::Distribution;
 use crate::metrics::{HealthRule, Incident};
+use crate::scenario::incident::Window as IncidentWindow;
 use crate::retry_after::RetryAfterMode;
 use toml::Spanned;
 
@@ -48,6 +49,9 @@ pub struct Model {
     pub entry: ServiceId,
     /// When a time bucket counts as healthy, for `recovery_s`.
     pub health: HealthRule,
+    /// The incident's start and end (`None`: not over by the end of arrivals), if there is
+    /// one: the scenario's resolved `[incident]`.
+    pub incident: Option<IncidentWindow>,
 }
 
 /// The user clients: who starts operations, what they call, and how they retry.
@@ -458,6 +462,7 @@ impl Model {
                     max_retries: rule.max_retries.get(),
                     window: rule.window.get_ref().micros(),
                 }),
+            incident: crate::scenario::incident::window(scenario),
         }
     }
 
@@ -486,30 +491,12 @@ impl Model {
         &self.services[usize::from(self.entry)]
     }
 
-    /// The incident (from the first time a capacity curve or the load curve leaves its
-    /// starting level to the last time one returns to it), the end of arrivals, and the rule
-    /// recovery is measured by.
+    /// The incident (the scenario's, declared or inferred from its capacity curves: see
+    /// [`crate::scenario::incident`]), the end of arrivals, and the rule recovery is measured
+    /// by.
     pub fn incident(&self) -> Incident {
-        let load = match &self.users.workload {
-            Arrivals::Open {
-                load: Some(load), ..
-            } => Some(load),
-            _ => None,
-        };
-        let curves = || {
-            self.services
-                .iter()
-                .map(|service| &service.capacity)
-                .chain(load)
-        };
-        let start = curves()
-            .filter_map(|curve| curve.incidents().first().map(|&(start, _)| start))
-            .min()
-            .unwrap_or(0);
         Incident {
-            exists: curves().any(|curve| !curve.incidents().is_empty()),
-            start,
-            end: curves().map(CapacityCurve::incident_end).max().unwrap_or(0),
+            window: self.incident,
             duration: self.duration,
             health: self.health,
         }

@@ -224,9 +224,9 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         escape("The overview: the four charts below on one sheet, as a teacher would show them.")
     );
     let load_caption = if run.has_topology() {
-        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident: a capacity or the offered load away from its starting level. Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
+        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident (the scenario's [incident], or its services' capacity away from their starting level). Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
     } else {
-        "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident: capacity or offered load away from its starting level. Blocks along the bottom, one row per policy in its colour: the upstream down after crashing under overload in that policy's run."
+        "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident (the scenario's [incident], or its capacity away from its starting level). Blocks along the bottom, one row per policy in its colour: the upstream down after crashing under overload in that policy's run."
     };
     let captions = [
         (Chart::Load, load_caption),
@@ -257,10 +257,11 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
     let health = run.model.health;
     let _ = writeln!(
         page,
-        "<dt>health</dt><dd>The system is healthy over a window of {} when at most {}% of the operations that ended in it failed and retries added at most {}% to its first attempts; recovery is measured to the first bucket from which every such window, sliding by one bucket up to the end of arrivals, is healthy.</dd>",
+        "<dt>health</dt><dd>The system is healthy over a window of {} when at most {}% of the operations that ended in it failed and retries added at most {}% to its first attempts; recovery is measured from the end of the incident to the first step of {} from which every such window, sliding by one step up to the end of arrivals, is healthy.</dd>",
         crate::time::Duration(health.window),
         health.max_failed * 100.0,
-        health.max_retries * 100.0
+        health.max_retries * 100.0,
+        crate::time::Duration(crate::metrics::health_step(run.model.bucket, run.model.duration))
     );
     for metric in &METRICS {
         let _ = writeln!(

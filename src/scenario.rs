@@ -12,6 +12,7 @@
 //! names the file, line and column, and says what would be valid; see [`load`].
 
 mod controls;
+pub mod incident;
 mod load;
 mod overload;
 mod topology;
@@ -62,6 +63,10 @@ pub struct Scenario {
     /// A topology: services that call each other, each named (instead of `[upstream]`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub service: Vec<Spanned<Service>>,
+    /// The incident `recovery_s` is measured from (default: the services' capacity changes,
+    /// never the load curve). A run writes it out resolved, as `start` and `end`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incident: Option<Spanned<IncidentSpec>>,
     /// When a time bucket counts as healthy, for `recovery_s` (default: at most 1% of the
     /// operations ending in it failed, and retries added at most 10% to its first attempts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -121,6 +126,25 @@ pub struct ExpectWindow {
     pub from: Duration,
     /// End of the window (exclusive).
     pub to: Duration,
+}
+
+/// `[incident]`: the trigger the run recovers from, when it is not (only) the services'
+/// capacity changes. Either `from`, the curve that is the incident, or `start` and (if it ends
+/// within the run) `end`. See [`incident`] for what counts without it.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct IncidentSpec {
+    /// The curve whose changes are the incident, by its key: `clients.load` (a load spike),
+    /// `upstream.capacity` or `service.NAME.capacity`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<Spanned<String>>,
+    /// When the incident starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<Spanned<Duration>>,
+    /// When it ends; without it, it lasts past the end of arrivals (and the run never recovers
+    /// from it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<Spanned<Duration>>,
 }
 
 /// `[recovery]`: the health rule behind `recovery_s`.

@@ -262,6 +262,7 @@ impl<O: Observer> Engine<'_, O> {
                 } else {
                     counts.retries += 1;
                 }
+                self.recorder.attempt_sent(now, index == 0);
             }
         } else {
             let counts = self.services[usize::from(service)].counts(now);

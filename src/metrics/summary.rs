@@ -7,7 +7,7 @@
 //! it, because a synchronised herd shows in the peak after the incident and a collapse in the
 //! goodput during it.
 
-use super::{BucketCounts, Measurements, ServiceBucket};
+use super::{BucketCounts, HealthCounts, Measurements, ServiceBucket};
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
 /// One policy's results in a few numbers. [`METRICS`] says what each means.
@@ -402,8 +402,8 @@ impl Default for HealthRule {
 }
 
 impl HealthRule {
-    /// Whether a window is healthy.
-    pub fn is_healthy(&self, window: &Window) -> bool {
+    /// Whether a window's counts are healthy.
+    pub fn is_healthy(&self, window: &HealthCounts) -> bool {
         let failed = window.failed as f64;
         let ended = window.succeeded as f64 + failed;
         failed <= self.max_failed * ended
@@ -411,8 +411,8 @@ impl HealthRule {
     }
 }
 
-/// What a run of consecutive buckets adds up to: the counts that a claim's window, the
-/// incident's metrics and the health rule are computed from.
+/// What a run of consecutive buckets adds up to: the counts that a claim's window and the
+/// incident's metrics are computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Window {
     /// Its length in seconds.
@@ -461,19 +461,16 @@ impl Window {
     }
 }
 
-/// The incident of a run (the trigger: a capacity or load curve away from its starting level),
-/// the end of arrivals, and the rule that says when the system is healthy again.
+/// The incident of a run (the trigger: see [`crate::scenario::incident`]), the end of
+/// arrivals, and the rule that says when the system is healthy again.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Incident {
-    /// Whether there is one: a capacity or load curve that leaves its starting level.
-    pub exists: bool,
-    /// When the first incident starts (0 with none).
-    pub start: Micros,
-    /// When the last incident ends (0 with none).
-    pub end: Micros,
+    /// When it starts, and when it ends (`None`: not by the end of arrivals); `None` without
+    /// an incident.
+    pub window: Option<(Micros, Option<Micros>)>,
     /// End of arrivals: buckets after it only drain.
     pub duration: Micros,
-    /// When a bucket is healthy.
+    /// When a window is healthy.
     pub health: HealthRule,
 }
 
@@ -494,8 +491,10 @@ impl Measurements {
         };
         let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
-        let during = self.window(incident.start, incident.end);
-        let after = self.window(incident.end, Micros::MAX);
+        let (start, end) = incident.window.unwrap_or((0, Some(0)));
+        let end = end.unwrap_or(Micros::MAX);
+        let during = self.window(start, end);
+        let after = self.window(end, Micros::MAX);
         Summary {
             operations,
             succeeded,
@@ -512,13 +511,13 @@ impl Measurements {
             p99_ms: self.total_latency.quantile(0.99).map(to_ms),
             max_ms: (succeeded > 0).then(|| to_ms(self.latency_max_us as f64)),
             // A peak over no bucket is 0: nothing was sent.
-            peak_incident_rps: if incident.exists {
+            peak_incident_rps: if incident.window.is_some() {
                 during.peak_attempts_rps.max(0.0)
             } else {
                 f64::NAN
             },
             peak_after_rps: after.peak_attempts_rps.max(0.0),
-            incident_goodput_rps: if incident.exists {
+            incident_goodput_rps: if incident.window.is_some() {
                 during.per_second(during.succeeded)
             } else {
                 f64::NAN
@@ -550,35 +549,48 @@ impl Measurements {
         first.min(last)..last
     }
 
-    /// Seconds from the incident's end to the start of the first bucket from which every
-    /// health window (whole windows sliding by one bucket, up to the end of arrivals) is
-    /// healthy; never if the last one is not.
+    /// Seconds from the incident's end to the start of the first step of the health series
+    /// from which every health window (whole windows sliding by one step, up to the end of
+    /// arrivals) is healthy; never if the last one is not, or if the incident has not ended
+    /// before the end of arrivals.
     fn recovery_s(&self, incident: Incident) -> Recovery {
-        if !incident.exists {
+        let Some((_, end)) = incident.window else {
             return Recovery::NoIncident;
-        }
-        let first = (incident.end / self.bucket) as usize;
-        let last = (incident.duration.div_ceil(self.bucket) as usize).min(self.buckets.len());
+        };
+        let Some(end) = end.filter(|&end| end < incident.duration) else {
+            return Recovery::Never;
+        };
+        let step = self.health_step;
+        let first = (end / step) as usize;
+        let last = (incident.duration.div_ceil(step) as usize).min(self.health.len());
         if first >= last {
-            return Recovery::After(0.0);
+            return Recovery::Never;
         }
         // Whole windows only: a window cut short by the end of arrivals could hold nothing but
         // the instants of an outage in which nothing ended and nothing was retried yet, and call
         // that healthy. With less than one window left after the incident, the rest is one.
-        let width = (incident.health.window.div_ceil(self.bucket) as usize)
+        let width = (incident.health.window.div_ceil(step) as usize)
             .max(1)
             .min(last - first);
+        let mut window = HealthCounts::default();
+        for counts in &self.health[last - width..last] {
+            window.add(counts);
+        }
         let mut recovered = None;
         for index in (first..=last - width).rev() {
-            let window = Window::of(&self.buckets[index..index + width], self.bucket);
+            if index < last - width {
+                // Slide back one step: the step before comes in, the last one goes out.
+                window.add(&self.health[index]);
+                window.subtract(&self.health[index + width]);
+            }
             if !incident.health.is_healthy(&window) {
                 break;
             }
             recovered = Some(index);
         }
         recovered.map_or(Recovery::Never, |index| {
-            let start = (index as Micros * self.bucket).max(incident.end);
-            Recovery::After((start - incident.end) as f64 / MICROS_PER_SECOND as f64)
+            let start = (index as Micros * step).max(end);
+            Recovery::After((start - end) as f64 / MICROS_PER_SECOND as f64)
         })
     }
 }
@@ -608,19 +620,30 @@ mod tests {
         }
     }
 
+    /// The health counts of a bucket.
+    fn health_of(bucket: &BucketCounts) -> HealthCounts {
+        HealthCounts {
+            succeeded: bucket.succeeded,
+            failed: bucket.failed,
+            first_attempts: bucket.first_attempts,
+            retries: bucket.retries,
+        }
+    }
+
+    /// Measurements of 1 s `buckets`, whose health series has one step per bucket.
     fn measurements(buckets: Vec<BucketCounts>) -> Measurements {
-        let mut recorder = Recorder::new(MICROS_PER_SECOND);
+        let mut recorder = Recorder::new(MICROS_PER_SECOND, MICROS_PER_SECOND);
         recorder.operation_started();
         let mut measurements = recorder.finish(Vec::new(), 0);
+        measurements.health_step = MICROS_PER_SECOND;
+        measurements.health = buckets.iter().map(health_of).collect();
         measurements.buckets = buckets;
         measurements
     }
 
     fn incident(start_s: u64, end_s: u64, duration_s: u64) -> Incident {
         Incident {
-            exists: true,
-            start: start_s * MICROS_PER_SECOND,
-            end: end_s * MICROS_PER_SECOND,
+            window: Some((start_s * MICROS_PER_SECOND, Some(end_s * MICROS_PER_SECOND))),
             duration: duration_s * MICROS_PER_SECOND,
             health: HealthRule::default(),
         }
@@ -643,7 +666,7 @@ mod tests {
         let never = measurements(vec![healthy(), storm()]);
         assert_eq!(never.recovery_s(incident(0, 0, 2)), Recovery::Never);
         let calm = Incident {
-            exists: false,
+            window: None,
             ..incident(0, 0, 2)
         };
         assert_eq!(never.recovery_s(calm), Recovery::NoIncident);
@@ -766,18 +789,18 @@ mod tests {
     #[test]
     fn health_thresholds() {
         let rule = HealthRule::default();
-        assert!(rule.is_healthy(&Window::of(&[healthy()], MICROS_PER_SECOND)));
-        assert!(!rule.is_healthy(&Window::of(&[storm()], MICROS_PER_SECOND)));
+        assert!(rule.is_healthy(&health_of(&healthy())));
+        assert!(!rule.is_healthy(&health_of(&storm())));
         let one_percent_failed = BucketCounts {
             succeeded: 99,
             failed: 1,
             ..healthy()
         };
-        assert!(rule.is_healthy(&Window::of(&[one_percent_failed], MICROS_PER_SECOND)));
+        assert!(rule.is_healthy(&health_of(&one_percent_failed)));
         let too_many_retries = BucketCounts {
             retries: 11,
             ..healthy()
         };
-        assert!(!rule.is_healthy(&Window::of(&[too_many_retries], MICROS_PER_SECOND)));
+        assert!(!rule.is_healthy(&health_of(&too_many_retries)));
     }
 }

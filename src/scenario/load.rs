@@ -14,6 +14,7 @@ use std::str::FromStr;
 
 use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
+use super::incident::resolve_incident;
 use super::topology::resolve_defaults;
 use super::validate::validate;
 use super::{DEFAULT_POLICY_NAME, Overrides, Scenario};
@@ -342,6 +343,7 @@ impl<'a> Source<'a> {
         self.import_configs(&mut scenario)?;
         validate(&scenario).map_err(|(span, message)| self.error_at(span, &message))?;
         resolve_defaults(&mut scenario);
+        resolve_incident(&mut scenario);
         Ok(scenario)
     }
 

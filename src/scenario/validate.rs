@@ -10,6 +10,7 @@ use std::ops::Range;
 
 use toml::Spanned;
 
+use super::incident::validate_incident;
 use super::topology::validate_topology;
 use super::{
     CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Policy, Scenario, Service,
@@ -75,6 +76,7 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     validate_services(scenario)?;
     validate_policies(scenario)?;
     validate_drain(scenario, bucket_span)?;
+    validate_incident(scenario)?;
     validate_claims(scenario)
 }
 
@@ -607,7 +609,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
             return Err((
                 span,
                 format!(
-                    "`{}` needs an incident to measure, and no capacity or load curve leaves its starting level",
+                    "`{}` needs an incident to measure, and no service's capacity curve leaves its starting level; declare one in [incident] (a load spike: from = \"clients.load\")",
                     claim.metric
                 ),
             ));
@@ -624,12 +626,7 @@ const INCIDENT_METRICS: [&str; 4] = [
     "incident_failed",
 ];
 
-/// Whether some service's capacity or the offered load leaves its starting level.
+/// Whether the scenario has an incident (validated before the claims).
 fn has_incident(scenario: &Scenario) -> bool {
-    let leaves = |points: &[CapacityPoint]| !CapacityCurve::new(1, points).incidents().is_empty();
-    leaves(&scenario.clients.load)
-        || scenario
-            .services()
-            .iter()
-            .any(|service| leaves(&service.capacity))
+    matches!(validate_incident(scenario), Ok(Some(_)))
 }
