@@ -13,8 +13,8 @@ use crate::control::{ControlKind, ControlModel};
 use crate::decision::{StatusSet, is_idempotent_method};
 use crate::distribution::Distribution;
 use crate::metrics::{HealthRule, Incident};
-use crate::scenario::incident::Window as IncidentWindow;
 use crate::retry_after::RetryAfterMode;
+use crate::scenario::incident::Window as IncidentWindow;
 use toml::Spanned;
 
 use crate::scenario::{

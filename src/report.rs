@@ -261,7 +261,10 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         crate::time::Duration(health.window),
         health.max_failed * 100.0,
         health.max_retries * 100.0,
-        crate::time::Duration(crate::metrics::health_step(run.model.bucket, run.model.duration))
+        crate::time::Duration(crate::metrics::health_step(
+            run.model.bucket,
+            run.model.duration
+        ))
     );
     for metric in &METRICS {
         let _ = writeln!(

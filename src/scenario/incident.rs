@@ -59,7 +59,10 @@ fn curves(scenario: &Scenario) -> Vec<(String, &[CapacityPoint])> {
 
 /// The incident `curves` make together (the first start to the last end), checking that each
 /// of their incidents starts within the run; `None` if none leaves its starting level.
-fn curves_window(curves: &[&[CapacityPoint]], duration: Duration) -> Result<Option<Window>, Problem> {
+fn curves_window(
+    curves: &[&[CapacityPoint]],
+    duration: Duration,
+) -> Result<Option<Window>, Problem> {
     let mut window: Option<Window> = None;
     for points in curves {
         let incidents = CapacityCurve::new(1, points).incidents();
@@ -77,10 +80,7 @@ fn curves_window(curves: &[&[CapacityPoint]], duration: Duration) -> Result<Opti
         };
         window = Some(match window {
             None => (start, end),
-            Some((earlier, later)) => (
-                earlier.min(start),
-                later.zip(end).map(|(a, b)| a.max(b)),
-            ),
+            Some((earlier, later)) => (earlier.min(start), later.zip(end).map(|(a, b)| a.max(b))),
         });
     }
     Ok(window)
@@ -124,7 +124,10 @@ pub(super) fn validate_incident(scenario: &Scenario) -> Result<Option<Window>, P
                         Duration(start)
                     ),
                 )),
-                end => Ok(Some((start, end.as_ref().map(|end| end.get_ref().micros())))),
+                end => Ok(Some((
+                    start,
+                    end.as_ref().map(|end| end.get_ref().micros()),
+                ))),
             }
         }
         _ => Err((

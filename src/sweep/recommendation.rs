@@ -14,7 +14,7 @@ use super::analysis::{Edge, Effect, Identical, edges, effect, intervals_overlap,
 use super::report::{Aggregate, aggregate_text, meets};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
 use crate::charts::heatmap::Layout;
-use crate::metrics::{Better, Metric, metric};
+use crate::metrics::{Better, Domain, Metric, metric};
 use crate::scenario::Policy;
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
@@ -186,6 +186,49 @@ struct PolicySnippet<'a> {
     policy: [&'a Policy; 1],
 }
 
+/// For each metric the requirements and `--minimize` name that can lack a value, how many
+/// points have none: undefined (on some seed) or, for a recovery, never. Such a point meets a
+/// requirement only if it says `or undefined` or `or never`, and is not ranked when undefined.
+fn without_values(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) {
+    let names = prepared
+        .requirements
+        .iter()
+        .map(|requirement| requirement.metric)
+        .chain(prepared.minimize);
+    let points = prepared.spec.point_count();
+    let mut seen = Vec::new();
+    let mut lines = Vec::new();
+    for name in names {
+        let Some(metric) = metric(name).filter(|_| !seen.contains(&name)) else {
+            continue;
+        };
+        seen.push(name);
+        let count = |test: fn(f64) -> bool| {
+            (0..points)
+                .filter(|&point| test(aggregate.mean(point, name)))
+                .count()
+        };
+        let undefined = count(f64::is_nan);
+        match metric.domain {
+            Domain::Recovery => lines.push(format!(
+                "  {name}: {undefined} of {points} undefined (no incident), {} never",
+                count(f64::is_infinite)
+            )),
+            Domain::NonNegativeOrUndefined => lines.push(format!(
+                "  {name}: {undefined} of {points} undefined (on some seed)"
+            )),
+            Domain::NonNegative | Domain::Share => {}
+        }
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(
+            text,
+            "points without a value (they meet a requirement only if it says `or undefined` or `or never`, and an undefined one is not ranked):\n{}",
+            lines.join("\n")
+        );
+    }
+}
+
 /// The recommendation's text, and what it decided. `rows` are ordered by point and seed.
 pub(super) fn recommendation(
     prepared: &PreparedSweep,
@@ -226,6 +269,7 @@ pub(super) fn recommendation(
         meeting.len(),
         if seeds == 1 { "" } else { "s" }
     );
+    without_values(prepared, aggregate, &mut text);
     // Meeting points by the metric to minimise, best first, ties in grid order.
     let ranked: Vec<usize> = match prepared.minimize {
         Some(metric) => {
@@ -907,6 +951,8 @@ mod tests {
 requirements: success_rate >= 0.9
 minimise: p99_ms
 5 of 6 points meet the requirements (means over 2 seeds)
+points without a value (they meet a requirement only if it says `or undefined` or `or never`, and an undefined one is not ranked):
+  p99_ms: 0 of 6 undefined (on some seed)
 recommended: point 4: policy.base=200ms policy.max_attempts=1 (p99_ms 195.000000 ± 63.530000)
 runner-up: point 2: policy.base=100ms policy.max_attempts=1 (p99_ms 210.000000 ± 127.060000)
 warning: p99_ms cannot tell point 4 from point 2 with 2 seeds: their 95% intervals overlap (131.47 to 258.53 and 82.94 to 337.06); add seeds
@@ -949,6 +995,8 @@ heatmaps (yellow is the better end of each): p99_ms, success_rate, peak_incident
 requirements: success_rate >= 0.999
 minimise: p99_ms
 0 of 6 points meet the requirements (means over 2 seeds)
+points without a value (they meet a requirement only if it says `or undefined` or `or never`, and an undefined one is not ranked):
+  p99_ms: 0 of 6 undefined (on some seed)
 no point meets every requirement; closest: point 3: policy.base=100ms policy.max_attempts=2
   misses success_rate >= 0.999: measured 0.990000 (0.90% short)
 warning: policy.max_attempts = 2 is the largest value tried: the best may lie above it; extend the grid

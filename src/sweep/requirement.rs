@@ -1,9 +1,14 @@
 //! Requirements a sweep's points must meet (`success_rate>=0.995`), and metric names.
+//!
+//! A point whose metric has no value meets no requirement on it: a recovery without an
+//! incident or a latency without a success is undefined, and a recovery that never came is
+//! `never`; neither is "at most 5 s". A requirement that accepts them says so:
+//! `recovery_s<=5 or never`, `p99_ms<250 or undefined` (both: `or never or undefined`).
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metrics::metric_names;
+use crate::metrics::{Domain, metric_names};
 use crate::suggest::did_you_mean;
 
 /// A comparison.
@@ -69,7 +74,8 @@ pub fn metric_name(name: &str) -> Result<&'static str, String> {
         })
 }
 
-/// `METRIC OP VALUE`, evaluated on the mean over a point's seeds.
+/// `METRIC OP VALUE`, optionally `or never` and `or undefined`, evaluated on the mean over a
+/// point's seeds (undefined if it is undefined on some seed, `never` if it is on some seed).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Requirement {
     /// The metric.
@@ -78,12 +84,32 @@ pub struct Requirement {
     pub comparison: Comparison,
     /// With what.
     pub bound: f64,
+    /// Whether a recovery that never came (infinity) meets it: `or never`.
+    pub or_never: bool,
+    /// Whether an undefined value (NaN) meets it: `or undefined`.
+    pub or_undefined: bool,
 }
 
+/// The suffixes that accept a value that is not a number, and the domains that have it.
+const SUFFIXES: [(&str, &[Domain]); 2] = [
+    ("never", &[Domain::Recovery]),
+    (
+        "undefined",
+        &[Domain::NonNegativeOrUndefined, Domain::Recovery],
+    ),
+];
+
 impl Requirement {
-    /// Whether `value` meets the requirement. An undefined value (NaN) meets nothing.
+    /// Whether `value` meets the requirement. An undefined value (NaN) meets it only with
+    /// `or undefined`, a recovery that never came (infinity) only with `or never`.
     pub fn holds(&self, value: f64) -> bool {
-        self.comparison.holds(value, self.bound)
+        if value.is_nan() {
+            self.or_undefined
+        } else if value.is_infinite() {
+            self.or_never
+        } else {
+            self.comparison.holds(value, self.bound)
+        }
     }
 
     /// How far `value` is from meeting the requirement, relative to the bound (0 when met).
@@ -106,7 +132,14 @@ impl fmt::Display for Requirement {
             self.metric,
             self.comparison.symbol(),
             self.bound
-        )
+        )?;
+        if self.or_never {
+            f.write_str(" or never")?;
+        }
+        if self.or_undefined {
+            f.write_str(" or undefined")?;
+        }
+        Ok(())
     }
 }
 
@@ -116,7 +149,7 @@ impl FromStr for Requirement {
     fn from_str(text: &str) -> Result<Self, Self::Err> {
         let shape = || {
             format!(
-                "{text:?} is not METRIC OP VALUE, such as success_rate>=0.995 (OP: >=, <=, >, <, ==, !=)"
+                "{text:?} is not METRIC OP VALUE, such as success_rate>=0.995 (OP: >=, <=, >, <, ==, !=), optionally followed by `or never` and `or undefined`"
             )
         };
         let (position, symbol, comparison) = Comparison::SPELLINGS
@@ -127,16 +160,47 @@ impl FromStr for Requirement {
             .min_by_key(|(at, symbol, _)| (*at, std::cmp::Reverse(symbol.len())))
             .ok_or_else(shape)?;
         let metric = metric_name(text[..position].trim())?;
-        let bound_text = text[position + symbol.len()..].trim();
-        let bound: f64 = bound_text.parse().map_err(|_| shape())?;
-        if !bound.is_finite() {
-            return Err(shape());
-        }
-        Ok(Requirement {
+        let mut words = text[position + symbol.len()..].split_whitespace();
+        let bound: f64 = words
+            .next()
+            .and_then(|bound| bound.parse().ok())
+            .filter(|bound: &f64| bound.is_finite())
+            .ok_or_else(shape)?;
+        let mut requirement = Requirement {
             metric,
             comparison,
             bound,
-        })
+            or_never: false,
+            or_undefined: false,
+        };
+        while let Some(word) = words.next() {
+            let accepted = words.next().filter(|_| word == "or");
+            let Some((name, domains)) =
+                accepted.and_then(|accepted| SUFFIXES.iter().find(|(name, _)| *name == accepted))
+            else {
+                let rest = std::iter::once(word).chain(accepted).collect::<Vec<_>>();
+                return Err(format!(
+                    "{text:?}: unknown suffix `{}`; after METRIC OP VALUE a requirement may say `or never` (a recovery that never came meets it) and `or undefined` (a value that is undefined, such as a recovery without an incident or a latency without a success, meets it)",
+                    rest.join(" ")
+                ));
+            };
+            let domain = crate::metrics::metric(metric).map(|metric| metric.domain);
+            if !domain.is_some_and(|domain| domains.contains(&domain)) {
+                return Err(format!(
+                    "{text:?}: `{metric}` cannot be {name}, so `or {name}` accepts nothing; {}",
+                    if *name == "never" {
+                        "only recovery_s can be never"
+                    } else {
+                        "only latencies, the incident's rates and recovery_s can be undefined"
+                    }
+                ));
+            }
+            match *name {
+                "never" => requirement.or_never = true,
+                _ => requirement.or_undefined = true,
+            }
+        }
+        Ok(requirement)
     }
 }
 
