@@ -13,6 +13,7 @@
 use std::fmt;
 
 use crate::capacity::CapacityCurve;
+use crate::metrics::health_step;
 use crate::scenario::{Policy, Scenario, Workload, longest_operation};
 use crate::time::MICROS_PER_SECOND;
 
@@ -26,6 +27,9 @@ const EVENTS_PER_VISIT: f64 = 4.0;
 /// Memory per time bucket of one policy (counters and a latency histogram): 10,000 buckets of
 /// 10 ms took 54 MiB more than 100 buckets of 1 s, on the same scenario.
 const BYTES_PER_BUCKET: f64 = 5_600.0;
+/// Memory per step of the health series recovery is measured on: four 8-byte counters
+/// ([`crate::metrics::HealthCounts`]); at most [`crate::metrics::MAX_HEALTH_STEPS`] steps.
+const BYTES_PER_HEALTH_STEP: f64 = 32.0;
 /// Memory per request in flight (operation, attempt, its events): a million closed-loop clients
 /// started together, all in flight at once, peaked at 268 MiB.
 const BYTES_PER_REQUEST: f64 = 270.0;
@@ -223,6 +227,9 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
         + lifetime * MICROS_PER_SECOND as f64)
         / scenario.bucket.get_ref().micros() as f64)
         .ceil();
+    let duration = scenario.duration.get_ref().micros();
+    let health_steps =
+        duration.div_ceil(health_step(scenario.bucket.get_ref().micros(), duration)) as f64;
     PolicyCost {
         operations,
         fewest_events: operations * requests * EVENTS_PER_VISIT,
@@ -231,6 +238,7 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
             * visits(scenario, entry, Sends::AllAllowed)
             * EVENTS_PER_VISIT,
         memory_bytes: buckets * BYTES_PER_BUCKET * services.len() as f64
+            + health_steps * BYTES_PER_HEALTH_STEP
             + in_flight * requests * BYTES_PER_REQUEST,
     }
 }
@@ -389,10 +397,11 @@ mod tests {
         assert_eq!(one.memory_bytes(), BASE_BYTES + largest);
         let both: f64 = two.policies.iter().map(|c| c.memory_bytes).sum();
         assert_eq!(two.memory_bytes(), BASE_BYTES + both);
-        // 10 s plus a 5 s deadline of 1 s buckets; 2,000 operations/s living up to 5 s.
+        // 10 s plus a 5 s deadline of 1 s buckets; 10 s of 10 ms health steps; 2,000
+        // operations/s living up to 5 s.
         assert_eq!(
             one.policies[0].memory_bytes,
-            15.0 * BYTES_PER_BUCKET + 10_000.0 * BYTES_PER_REQUEST
+            15.0 * BYTES_PER_BUCKET + 1000.0 * BYTES_PER_HEALTH_STEP + 10_000.0 * BYTES_PER_REQUEST
         );
     }
 

@@ -748,6 +748,35 @@ mod tests {
         );
     }
 
+    /// Recovery is measured on the health series, to its step, not to a bucket (issue 22).
+    /// 10 ms steps: two operations fail in each step up to 2.37 s, one succeeds in each from then
+    /// on (so that a window holding one failing step is 2% failed, unhealthy); the incident
+    /// ended at 2 s, so with 1 s windows the first healthy one starts at 2.37 s and recovery
+    /// is 0.37 s exactly. An incident that has not ended by the end of arrivals has no
+    /// recovery: never.
+    #[test]
+    fn recovery_is_measured_to_a_step_of_the_health_series() {
+        let mut run = measurements(vec![healthy(); 5]);
+        run.health_step = 10 * crate::time::MICROS_PER_MS;
+        run.health = (0..500)
+            .map(|step| HealthCounts {
+                succeeded: u64::from(step >= 237),
+                failed: 2 * u64::from(step < 237),
+                first_attempts: 1,
+                retries: 0,
+            })
+            .collect();
+        assert_eq!(run.recovery_s(incident(1, 2, 5)), Recovery::After(0.37));
+        // From an end after the storm, recovery is immediate.
+        assert_eq!(run.recovery_s(incident(1, 3, 5)), Recovery::After(0.0));
+        let endless = Incident {
+            window: Some((MICROS_PER_SECOND, None)),
+            ..incident(1, 2, 5)
+        };
+        assert_eq!(run.recovery_s(endless), Recovery::Never);
+        assert_eq!(run.recovery_s(incident(1, 5, 5)), Recovery::Never);
+    }
+
     #[test]
     fn peaks_goodput_and_failures_are_split_at_the_incident() {
         let mut spike = storm();

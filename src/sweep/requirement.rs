@@ -253,4 +253,45 @@ mod tests {
         assert_eq!(requirement.shortfall(0.995), 0.0);
         assert!((requirement.shortfall(0.9801) - 0.01).abs() < 1e-12);
     }
+
+    /// Undefined and never meet no requirement unless it says so (issue 22): a point without
+    /// an incident has no recovery, and `recovery_s<=5` is not met by it, nor `recovery_s>=1`
+    /// by a recovery that never came; `or undefined` and `or never` accept them, and nothing
+    /// else after the bound is accepted.
+    #[test]
+    fn undefined_and_never_meet_a_requirement_only_when_it_says_so() {
+        let strict: Requirement = "recovery_s<=5".parse().unwrap();
+        assert!(strict.holds(4.5));
+        assert!(!strict.holds(f64::NAN));
+        assert!(!strict.holds(f64::INFINITY));
+        assert!(
+            !"recovery_s>=1"
+                .parse::<Requirement>()
+                .unwrap()
+                .holds(f64::INFINITY)
+        );
+        let or_never: Requirement = "recovery_s<=5 or never".parse().unwrap();
+        assert!(or_never.holds(f64::INFINITY));
+        assert!(!or_never.holds(f64::NAN));
+        assert!(!or_never.holds(6.0));
+        assert_eq!(or_never.to_string(), "recovery_s <= 5 or never");
+        let either: Requirement = "recovery_s <= 5 or never or undefined".parse().unwrap();
+        assert!(either.holds(f64::NAN) && either.holds(f64::INFINITY));
+        let latency: Requirement = "p99_ms<250 or undefined".parse().unwrap();
+        assert!(latency.holds(f64::NAN));
+        assert_eq!(latency.to_string(), "p99_ms < 250 or undefined");
+        for (bad, says) in [
+            ("recovery_s<=5 or nan", "unknown suffix `or nan`"),
+            ("recovery_s<=5 never", "unknown suffix `never`"),
+            ("recovery_s<=5 or", "unknown suffix `or`"),
+            (
+                "success_rate>=0.9 or undefined",
+                "`success_rate` cannot be undefined",
+            ),
+            ("p99_ms<250 or never", "only recovery_s can be never"),
+        ] {
+            let error = bad.parse::<Requirement>().unwrap_err();
+            assert!(error.contains(says), "{bad}: {error}");
+        }
+    }
 }

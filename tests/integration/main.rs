@@ -13,6 +13,7 @@ mod examples;
 mod fuzzing;
 mod hedging;
 mod imports;
+mod incidents;
 mod lessons;
 mod output_folders;
 mod overload;

@@ -356,6 +356,55 @@ fn every_kind_of_key_can_be_swept_and_the_snippet_carries_it() {
     );
 }
 
+/// A point without a recovery does not meet `recovery_s<=5` (issue 22: 15 of 15 points
+/// "met" it). Here capacity drops to 90% at 10 s and never comes back: the incident outlasts
+/// the run, there is no recovery to measure (before, it was measured from the drop and came
+/// out 0), and no point meets the requirement; each is counted as never. `or never` accepts
+/// them.
+#[test]
+fn a_point_without_recovery_does_not_meet_a_recovery_requirement() {
+    let out = fresh("sweep-without-recovery");
+    let sweep_with = |requirement: &str| {
+        let output = retrystorm(
+            &[
+                "sweep",
+                "scenarios/tuning.toml",
+                "--out",
+                out.to_str().unwrap(),
+                "--grid",
+                "policy.max_attempts=1..2",
+                "--seeds",
+                "1",
+                "--set",
+                "duration=16s",
+                "--set",
+                "clients.count=500",
+                "--set",
+                r#"upstream.capacity=[{at="10s",factor=1.0},{at="10s",factor=0.9}]"#,
+                "--require",
+                requirement,
+                "--no-charts",
+            ],
+            "2",
+        );
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let strict = sweep_with("recovery_s<=5");
+    assert_contains(
+        &strict,
+        &[
+            "0 of 2 points meet the requirements",
+            "recovery_s: 0 of 2 undefined (no incident), 2 never",
+        ],
+    );
+    let recommendation =
+        std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
+    assert!(recommendation.contains("recovery_s: 0 of 2 undefined (no incident), 2 never"));
+    let explicit = sweep_with("recovery_s<=5 or never");
+    assert_contains(&explicit, &["2 of 2 points meet the requirements"]);
+}
+
 #[test]
 fn unmeetable_requirements_name_the_closest_point() {
     let out = fresh("sweep-unmeetable");
