@@ -34,7 +34,10 @@ pub struct SweepArgs {
     #[arg(long)]
     policy: Option<String>,
     /// A requirement on a point's mean over seeds, METRIC OP VALUE (>=, <=, >, <, ==, !=);
-    /// repeatable. Example: --require 'success_rate>=0.995'
+    /// repeatable. A point whose value is undefined on some seed (no incident, nothing
+    /// succeeded) or never (a recovery that never came) meets it only if it ends in
+    /// `or undefined` or `or never`. Example: --require 'success_rate>=0.995' --require
+    /// 'recovery_s<=5 or never'
     #[arg(long = "require", value_name = "REQUIREMENT")]
     require: Vec<String>,
     /// The metric to minimise among the points that meet the requirements.

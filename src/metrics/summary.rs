@@ -78,11 +78,12 @@ impl Recovery {
 }
 
 impl std::fmt::Display for Recovery {
-    /// `-` without an incident, `never`, or seconds with one decimal (`1.5s`).
+    /// `-` without an incident, `never`, or seconds with two decimals, the health series' 10 ms
+    /// (`1.25s`).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Recovery::NoIncident => f.write_str("-"),
-            Recovery::After(seconds) => write!(f, "{seconds:.1}s"),
+            Recovery::After(seconds) => write!(f, "{seconds:.2}s"),
             Recovery::Never => f.write_str("never"),
         }
     }
