@@ -122,13 +122,32 @@ fn every_chart_is_drawn_in_both_formats() {
 #[test]
 fn formats_can_be_chosen_or_charts_skipped() {
     let out = fresh("charts-formats");
-    run(&out, &["--format", "svg", "--set", "duration=2s"]);
+    run(
+        &out,
+        &[
+            "--format",
+            "svg",
+            "--set",
+            "duration=2s",
+            "--set",
+            "incident.start=1s",
+        ],
+    );
     let folder = out.join("thundering-herd");
     assert!(folder.join("load.svg").exists());
     assert!(!folder.join("load.png").exists());
 
     let out = fresh("charts-none");
-    run(&out, &["--no-charts", "--set", "duration=2s"]);
+    run(
+        &out,
+        &[
+            "--no-charts",
+            "--set",
+            "duration=2s",
+            "--set",
+            "incident.start=1s",
+        ],
+    );
     let folder = out.join("thundering-herd");
     assert!(folder.join("summary.csv").exists());
     assert!(!folder.join("load.svg").exists() && !folder.join("load.png").exists());
@@ -145,6 +164,8 @@ fn charts_are_the_same_bytes_on_every_run_and_thread_count() {
                 "scenarios/thundering-herd.toml",
                 "--set",
                 "duration=5s",
+                "--set",
+                "incident.start=1s",
                 "--out",
             ])
             .arg(out)

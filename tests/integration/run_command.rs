@@ -264,6 +264,8 @@ fn trace_has_one_row_per_attempt() {
         "--set",
         "duration=3s",
         "--set",
+        "incident.start=1s",
+        "--set",
         "clients.count=50",
     ]);
     assert!(
@@ -310,6 +312,8 @@ fn seed_and_set_change_the_run() {
             out.to_str().unwrap(),
             "--set",
             "duration=2s",
+            "--set",
+            "incident.start=1s",
         ];
         args.extend_from_slice(extra);
         assert!(retrystorm(&args).status.success());
@@ -614,6 +618,8 @@ fn policies_changed_by_set_are_labelled() {
             set,
             "--set",
             "duration=2s",
+            "--set",
+            "incident.start=1s",
             "--no-charts",
             "--out",
             out.to_str().unwrap(),
@@ -631,7 +637,7 @@ fn policies_changed_by_set_are_labelled() {
         let (stdout, report) = run(set);
         assert!(
             stdout.contains(&format!(
-                "changed on the command line (policies marked *): --set {set}, --set duration=2s"
+                "changed on the command line (policies marked *): --set {set}, --set duration=2s, --set incident.start=1s"
             )),
             "{stdout}"
         );

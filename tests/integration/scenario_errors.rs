@@ -252,7 +252,7 @@ fn claims_and_the_health_rule_are_checked_before_anything_runs() {
             "policy = \"a\"\nmetric = \"recovery_s\"\nat_most = 1",
             &[
                 "`recovery_s` needs an incident",
-                "no capacity or load curve",
+                "no service's capacity curve leaves its starting level",
             ],
         ),
     ];
