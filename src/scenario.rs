@@ -158,7 +158,7 @@ pub struct RecoveryRule {
     #[serde(default = "defaults::max_retries")]
     pub max_retries: Factor,
     /// The time the counts are summed over before the rule is applied (default 1 s, rounded
-    /// up to whole buckets).
+    /// up to whole steps of the health series: see [`crate::metrics::health_step`]).
     #[serde(default = "defaults::health_window")]
     pub window: Spanned<Duration>,
 }

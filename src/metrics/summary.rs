@@ -1,9 +1,10 @@
 //! A policy's results in a few numbers, each named for what it measures, and the one table
 //! that says how each is written, which values it takes, which way is better and what it means.
 //!
-//! The incident matters to several of them: the trigger (a capacity drop, a load spike) is the
-//! [`Incident`] window; `recovery_s` counts from its end to lasting health by the scenario's
-//! [`HealthRule`]; the peak of attempts, goodput and failures are reported during it and after
+//! The incident matters to several of them: the trigger (a capacity drop, a declared load
+//! spike: see [`crate::scenario::incident`]) is the [`Incident`] window; `recovery_s` counts from
+//! its end to lasting health by the scenario's [`HealthRule`], on the health series of 10 ms
+//! steps rather than the buckets, so that its resolution is not the bucket's; the peak of attempts, goodput and failures are reported during it and after
 //! it, because a synchronised herd shows in the peak after the incident and a collapse in the
 //! goodput during it.
 
@@ -303,7 +304,7 @@ pub const METRICS: [Metric; 20] = [
         domain: Domain::Recovery,
         better: Better::Lower,
         value: |s| s.recovery_s.seconds(),
-        meaning: "Seconds from the end of the incident until the system is healthy for good by the scenario's health rule; \"never\" if it is not healthy by the end of arrivals; undefined (empty, null, -) in a scenario without an incident.",
+        meaning: "Seconds from the end of the incident until the system is healthy for good by the scenario's health rule, to 10 ms; \"never\" if it is not healthy by the end of arrivals, or the incident has not ended by then; undefined (empty, null, -) in a scenario without an incident.",
     },
 ];
 
@@ -388,7 +389,8 @@ pub struct HealthRule {
     pub max_failed: f64,
     /// The largest ratio of retries to first attempts (default 10%).
     pub max_retries: f64,
-    /// The time the counts are summed over (default 1 s; at least one bucket).
+    /// The time the counts are summed over (default 1 s; at least one step of the health
+    /// series).
     pub window: Micros,
 }
 
