@@ -7,6 +7,12 @@
 //! settings) already applied. [`Model::new`] builds that, once per simulated policy, from a
 //! validated scenario; nothing downstream of it reads the scenario types.
 
+mod describe;
+
+pub use describe::{
+    CallerText, EffectivePolicies, PolicyText, attempt_timeout_text, effective_policies,
+};
+
 use crate::backoff::Jitter;
 use crate::capacity::CapacityCurve;
 use crate::control::{ControlKind, ControlModel};

@@ -124,7 +124,7 @@ fn sends(policy: &CallerPolicy) -> String {
     format!(
         "≤ {tries} send{}, {} timeout, {deadline}",
         if tries == 1 { "" } else { "s" },
-        Duration(policy.attempt_timeout)
+        crate::model::attempt_timeout_text(policy.attempt_timeout)
     )
 }
 
