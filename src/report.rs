@@ -345,7 +345,11 @@ fn policy_table(page: &mut String, run: &ScenarioRun) {
     page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n<div class=\"table\"><table>\n<tr><th>policy: calls</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
     for policy in &run.policies {
         for tier in policy.model.callers().iter().filter(|caller| caller.tier) {
-            policy_row(page, &format!("{}: {}", policy.name, tier.calls), &tier.policy);
+            policy_row(
+                page,
+                &format!("{}: {}", policy.name, tier.calls),
+                &tier.policy,
+            );
         }
     }
     page.push_str("</table></div>\n");

@@ -436,7 +436,9 @@ impl<O: Observer> Engine<'_, O> {
                     self.decide(operation, None, true, None, false)
                 }
                 // Still being processed: ask again later, as after a transport error.
-                (false, Reply::StillPending) | (true, _) | (false, Reply::Reset | Reply::Refused) => {
+                (false, Reply::StillPending)
+                | (true, _)
+                | (false, Reply::Reset | Reply::Refused) => {
                     self.decide(operation, None, true, None, timed_out)
                 }
                 (false, _) => self.decide(operation, status, false, retry_after, false),

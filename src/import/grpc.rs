@@ -212,7 +212,13 @@ fn read_method_config(
     refuse_unknown(
         entry,
         prefix,
-        &["name", "retryPolicy", "hedgingPolicy", "timeout", "waitForReady"],
+        &[
+            "name",
+            "retryPolicy",
+            "hedgingPolicy",
+            "timeout",
+            "waitForReady",
+        ],
         &[
             ("maxRequestMessageBytes", "message sizes are not simulated"),
             ("maxResponseMessageBytes", "message sizes are not simulated"),

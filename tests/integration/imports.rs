@@ -69,7 +69,8 @@ fn a_grpc_service_config_maps_to_its_clients_behaviour() {
         [429, 502, 503, 504]
     );
     assert_eq!(policy.deadline, Deadline::Budget(2_000_000));
-    assert_eq!(policy.attempt_timeout, 2_000_000);
+    // gRPC has no per-attempt timeout: an attempt may last the whole deadline.
+    assert_eq!(policy.attempt_timeout, retrystorm::time::Micros::MAX);
     assert_eq!(
         policy.controls[0].config,
         ControlConfig::GrpcThrottling(GrpcThrottlingConfig {
@@ -268,10 +269,11 @@ fn unmodelled_settings_are_refused_by_name() {
         ],
     );
     assert_contains(
-        &envoy("retry_policy:\n  retry_on: retriable-4xx\n"),
+        &envoy("retry_policy:\n  retry_on: reset-before-request\n"),
         &[
             "retry_policy.retry_on",
-            "does not retry timeouts and resets",
+            "reset-before-request",
+            "not simulated",
         ],
     );
     assert_contains(
