@@ -11,7 +11,7 @@ use retrystorm::model::{Deadline, Model};
 use retrystorm::scenario::{AttemptTimeout, TransportError, load};
 use retrystorm::time::Micros;
 
-use crate::support::{assert_contains, run, scenario};
+use crate::support::{assert_contains, model_importing, run, scenario};
 
 /// clients -> api -> db, where the db answers every request 503 and the clients never retry;
 /// `api_retry` is the api's `retry` line, if any. Timeouts and deadlines are ample, so only
@@ -288,22 +288,6 @@ fn a_tier_imports_an_envoy_config() {
             "headers are not simulated",
         ],
     );
-}
-
-/// The model of a scenario whose one policy imports `config` (written as `name`).
-fn model_importing(name: &str, config: &str) -> Model {
-    let folder = fresh_folder(&format!("tier-import-{name}"));
-    std::fs::write(folder.join(name), config).unwrap();
-    let path = folder.join("s.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n[[policy]]\nname = \"imported\"\nimport = \"{name}\"\n"
-        ),
-    )
-    .unwrap();
-    let scenario = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
-    Model::new(&scenario, &scenario.policy[0])
 }
 
 /// An empty folder under the test target's temporary directory.
