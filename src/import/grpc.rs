@@ -225,7 +225,10 @@ fn read_method_config(
         ],
     )?;
     match entry.get("waitForReady") {
-        None | Some(Value::Bool(false)) => {}
+        None => {}
+        Some(Value::Bool(false)) => imported.notes.push(
+            "waitForReady false: a call to a service that refuses connections fails at once (UNAVAILABLE), as simulated".into(),
+        ),
         Some(Value::Bool(true)) => {
             return Err(field_error(
                 format!("{prefix}.waitForReady"),

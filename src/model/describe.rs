@@ -21,11 +21,12 @@ use crate::time::{Duration, Micros};
 pub struct PolicyText {
     /// Retries (or hedging): `none`, `3 (up to 4 sends)`, `hedging: 3 attempts, 50ms apart`.
     pub retries: String,
-    /// The backoff and its jitter.
+    /// The backoff and its jitter (`-` without retries, or with hedging).
     pub backoff: String,
-    /// How Retry-After is treated.
+    /// How Retry-After is treated (`-` without retries or hedging).
     pub retry_after: String,
-    /// What may be retried: failures without a response, then statuses.
+    /// What may be retried: failures without a response, then statuses (`-` without retries
+    /// or hedging).
     pub retries_on: String,
     /// The attempt timeout: a duration, or `none`.
     pub attempt_timeout: String,
@@ -40,10 +41,13 @@ impl fmt::Display for PolicyText {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "retries {}", self.retries)?;
         if self.backoff != "-" {
+            write!(f, "; backoff {}", self.backoff)?;
+        }
+        if self.retries_on != "-" {
             write!(
                 f,
-                "; backoff {}; Retry-After {}; retries on {}",
-                self.backoff, self.retry_after, self.retries_on
+                "; Retry-After {}; retries on {}",
+                self.retry_after, self.retries_on
             )?;
         }
         write!(
@@ -102,15 +106,17 @@ impl CallerPolicy {
             Deadline::Unbounded => "none".into(),
         };
         let controls: Vec<String> = self.controls.iter().map(|c| c.to_string()).collect();
+        // A caller that never repeats a call retries on nothing, whatever its settings say.
+        let (retry_after, retries_on) = match (repeats, retries_on.is_empty()) {
+            (false, _) => ("-".to_string(), "-".to_string()),
+            (true, true) => (self.retry_after.name().to_string(), "nothing".to_string()),
+            (true, false) => (self.retry_after.name().to_string(), retries_on.join(", ")),
+        };
         PolicyText {
             retries,
             backoff,
-            retry_after: self.retry_after.name().to_string(),
-            retries_on: if retries_on.is_empty() {
-                "nothing".to_string()
-            } else {
-                retries_on.join(", ")
-            },
+            retry_after,
+            retries_on,
             attempt_timeout: attempt_timeout_text(self.attempt_timeout),
             deadline,
             controls: if controls.is_empty() {
@@ -138,8 +144,23 @@ pub struct CallerText {
     pub calls: String,
     /// The caller is a service calling others (else the user clients).
     pub tier: bool,
+    /// A tier: the status it answers when a call fails for good.
+    pub failure_status: Option<u16>,
     /// Its policy.
     pub policy: PolicyText,
+}
+
+impl CallerText {
+    /// `edge -> api: retries ...`, and for a tier what it answers when a call fails for good.
+    pub fn line(&self) -> String {
+        match self.failure_status {
+            Some(status) => format!(
+                "{}: {}; answers {status} when a call fails for good",
+                self.calls, self.policy
+            ),
+            None => format!("{}: {}", self.calls, self.policy),
+        }
+    }
 }
 
 impl Model {
@@ -149,6 +170,7 @@ impl Model {
         let users = CallerText {
             calls: format!("clients -> {}", self.entry_service().name),
             tier: false,
+            failure_status: None,
             policy: self.users.policy.text(),
         };
         let tiers = self.services.iter().filter_map(|service| {
@@ -161,6 +183,7 @@ impl Model {
             Some(CallerText {
                 calls: format!("{} -> {}", service.name, callees.join(", ")),
                 tier: true,
+                failure_status: Some(service.failure_status),
                 policy: policy.text(),
             })
         });
@@ -187,10 +210,7 @@ pub fn effective_policies(scenario: &Scenario) -> EffectivePolicies {
         .collect();
     let clients = models
         .iter()
-        .map(|(name, model)| {
-            let users = &model.callers()[0];
-            format!("policy {name:?}: {}: {}", users.calls, users.policy)
-        })
+        .map(|(name, model)| format!("policy {name:?}: {}", model.callers()[0].line()))
         .collect();
     // The tiers as the file sets them: the model of a policy without overrides.
     let mut plain = scenario.policy[0].clone();
@@ -200,17 +220,11 @@ pub fn effective_policies(scenario: &Scenario) -> EffectivePolicies {
         .into_iter()
         .filter(|caller| caller.tier)
         .collect();
-    let mut tiers: Vec<String> = base
-        .iter()
-        .map(|tier| format!("{}: {}", tier.calls, tier.policy))
-        .collect();
+    let mut tiers: Vec<String> = base.iter().map(CallerText::line).collect();
     for (name, model) in &models {
         for (tier, plain) in model.callers().iter().filter(|c| c.tier).zip(&base) {
             if tier != plain {
-                tiers.push(format!(
-                    "policy {name:?} overrides {}: {}",
-                    tier.calls, tier.policy
-                ));
+                tiers.push(format!("policy {name:?} overrides {}", tier.line()));
             }
         }
     }

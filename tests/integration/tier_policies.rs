@@ -86,8 +86,8 @@ fn check_lists_every_callers_effective_policy() {
         [
             "  policy \"clients send once\": clients -> api: retries none; attempt timeout 1m, deadline 100s; controls none",
             "  policy \"api retries\": clients -> api: retries none; attempt timeout 1m, deadline 100s; controls none",
-            "  api -> db: retries none; attempt timeout none, deadline propagated; controls none",
-            "  policy \"api retries\" overrides api -> db: retries 2 (up to 3 sends); backoff 100 ms to 2000 ms, x2, full jitter; Retry-After honor; retries on timeouts, resets, refused connections, 429, 503; attempt timeout none, deadline propagated; controls none",
+            "  api -> db: retries none; attempt timeout none, deadline propagated; controls none; answers 503 when a call fails for good",
+            "  policy \"api retries\" overrides api -> db: retries 2 (up to 3 sends); backoff 100 ms to 2000 ms, x2, full jitter; Retry-After honor; retries on timeouts, resets, refused connections, 429, 503; attempt timeout none, deadline propagated; controls none; answers 503 when a call fails for good",
         ],
         "{stdout}"
     );
@@ -154,7 +154,13 @@ fn wait_for_ready_false_is_accepted_and_true_refused() {
             r#"{{"methodConfig": [{{"name": [{{"service": "s"}}], "waitForReady": {wait}, "timeout": "1s"}}]}}"#
         )
     };
-    assert!(import_str(&config("false"), false, None).is_ok());
+    let accepted = import_str(&config("false"), false, None).unwrap();
+    assert!(
+        accepted
+            .notes
+            .iter()
+            .any(|note| note.starts_with("waitForReady false"))
+    );
     let refused = import_str(&config("true"), false, None)
         .unwrap_err()
         .to_string();
