@@ -121,10 +121,13 @@ fn sends(policy: &CallerPolicy) -> String {
         Deadline::Budget(budget) => format!("{} budget", Duration(budget)),
         Deadline::Unbounded => "no deadline".to_string(),
     };
+    let timeout = match crate::model::attempt_timeout_text(policy.attempt_timeout).as_str() {
+        "none" => "no attempt timeout".to_string(),
+        timeout => format!("{timeout} timeout"),
+    };
     format!(
-        "≤ {tries} send{}, {} timeout, {deadline}",
+        "≤ {tries} send{}, {timeout}, {deadline}",
         if tries == 1 { "" } else { "s" },
-        crate::model::attempt_timeout_text(policy.attempt_timeout)
     )
 }
 
