@@ -11,7 +11,7 @@ use retrystorm::model::{Deadline, Model};
 use retrystorm::scenario::{AttemptTimeout, TransportError, load};
 use retrystorm::time::Micros;
 
-use crate::support::{assert_contains, model_importing, run, scenario};
+use crate::support::{assert_contains, error_with, model_importing, run, scenario};
 
 /// clients -> api -> db, where the db answers every request 503 and the clients never retry;
 /// `api_retry` is the api's `retry` line, if any. Timeouts and deadlines are ample, so only
@@ -293,6 +293,46 @@ fn a_tier_imports_an_envoy_config() {
             "bad.yaml: retry_policy.retry_on",
             "headers are not simulated",
         ],
+    );
+}
+
+/// `attempt_timeout = "none"` and `retryable_transport_errors` are checked where they are
+/// written: a misspelt kind gets the nearest one, a policy that ignores its deadline cannot
+/// also have no attempt timeout (an unanswered attempt would wait forever), and a tier's
+/// `attempt_timeout` is a duration or `"none"`.
+#[test]
+fn attempt_timeouts_and_transport_errors_are_checked_at_their_place() {
+    let base = api_over_failing_db("retry = {}");
+    assert_contains(
+        &error_with(
+            &base,
+            "max_attempts = 0\n",
+            "max_attempts = 0\nretryable_transport_errors = [\"timout\"]\n",
+        ),
+        &[
+            "bad.toml:25:31:",
+            "unknown variant `timout`",
+            "did you mean `timeout`?",
+        ],
+    );
+    assert_contains(
+        &error_with(
+            &base,
+            "max_attempts = 0\n",
+            "max_attempts = 0\nattempt_timeout = \"none\"\nignore_deadline = true\n",
+        ),
+        &[
+            "bad.toml:23:8:",
+            "leaves an attempt that gets no answer waiting forever",
+        ],
+    );
+    assert_contains(
+        &error_with(
+            &base,
+            "retry = {}",
+            "retry = { attempt_timeout = \"never\" }",
+        ),
+        &["bad.toml:16:", "invalid duration \"never\"", "or \"none\""],
     );
 }
 
