@@ -279,14 +279,15 @@ impl Imported {
     }
 
     /// Applies the imported settings to a tier's `retry` table, except those it writes itself.
-    /// A call timeout (gRPC's `timeout`) becomes a fresh budget for every call.
+    /// A call timeout (gRPC's `timeout`) bounds the deadline the call inherits from its caller,
+    /// as a gRPC server propagating deadlines applies the earlier of the two.
     pub fn apply_to_call(&self, retry: &mut CallRetry, written: &[String]) {
         let free = |key: &str| !written.iter().any(|w| w == key);
         if let (Some(timeout), true) = (self.attempt_timeout, free("attempt_timeout")) {
             retry.attempt_timeout = timeout;
         }
         if let (Some(deadline), true) = (self.deadline, free("deadline")) {
-            retry.deadline = CallDeadline::Fresh(deadline);
+            retry.deadline = CallDeadline::PropagateAtMost(deadline);
         }
         self.apply_shared(
             Shared {

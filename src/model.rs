@@ -193,6 +193,8 @@ pub enum Deadline {
     Budget(Micros),
     /// The time the caller of the request being served has left (services only).
     Propagate,
+    /// The time the caller has left, but at most this (services only).
+    PropagateAtMost(Micros),
     /// No deadline: only the retry budget ends the call.
     Unbounded,
 }
@@ -684,6 +686,7 @@ impl CallerPolicy {
             deadline: match retry.deadline {
                 CallDeadline::Propagate => Deadline::Propagate,
                 CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
+                CallDeadline::PropagateAtMost(budget) => Deadline::PropagateAtMost(budget.micros()),
             },
             controls: controls(&retry.controls),
             hedging: retry

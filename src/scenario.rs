@@ -379,7 +379,9 @@ pub struct CallRetry {
     #[serde(default = "defaults::call_attempt_timeout")]
     pub attempt_timeout: AttemptTimeout,
     /// The budget of a downstream call: `"propagate"` (default) gives it the time its caller
-    /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call.
+    /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call;
+    /// `"propagate, at most 2s"` the caller's time left, at most that (an imported gRPC
+    /// `timeout`).
     #[serde(default)]
     pub deadline: CallDeadline,
     /// Hedged calls instead of retries, as a policy's `hedging`.
@@ -427,6 +429,9 @@ pub enum CallDeadline {
     Propagate,
     /// A fresh budget for every call.
     Fresh(Duration),
+    /// The caller's time left, but at most this (`"propagate, at most 2s"`): a gRPC stub whose
+    /// service config sets a `timeout` and whose server propagates deadlines.
+    PropagateAtMost(Duration),
 }
 
 /// The timeout of one attempt: a duration, or `"none"`, which lets an attempt take all the time
@@ -886,11 +891,17 @@ impl Service {
     }
 }
 
+/// How `deadline = "propagate, at most 2s"` begins.
+const PROPAGATE_AT_MOST: &str = "propagate, at most ";
+
 impl Serialize for CallDeadline {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             CallDeadline::Propagate => serializer.serialize_str("propagate"),
             CallDeadline::Fresh(budget) => budget.serialize(serializer),
+            CallDeadline::PropagateAtMost(budget) => {
+                serializer.serialize_str(&format!("{PROPAGATE_AT_MOST}{budget}"))
+            }
         }
     }
 }
@@ -901,10 +912,17 @@ impl<'de> Deserialize<'de> for CallDeadline {
         if text == "propagate" {
             return Ok(CallDeadline::Propagate);
         }
-        match text.parse::<Duration>() {
+        let (at_most, budget) = match text.strip_prefix(PROPAGATE_AT_MOST) {
+            Some(budget) => (true, budget),
+            None => (false, text.as_str()),
+        };
+        match budget.parse::<Duration>() {
+            Ok(budget) if budget.micros() > 0 && at_most => {
+                Ok(CallDeadline::PropagateAtMost(budget))
+            }
             Ok(budget) if budget.micros() > 0 => Ok(CallDeadline::Fresh(budget)),
             _ => Err(serde::de::Error::custom(format!(
-                "deadline {text:?} is neither \"propagate\" (the caller's time left) nor a duration above zero such as \"2s\" (a fresh budget for every call)"
+                "deadline {text:?} is neither \"propagate\" (the caller's time left), a duration above zero such as \"2s\" (a fresh budget for every call), nor \"propagate, at most 2s\" (the caller's time left, at most that)"
             ))),
         }
     }

@@ -60,7 +60,7 @@ impl<O: Observer> Engine<'_, O> {
         self.recorder.operation_started();
         let deadline = match self.model.users.policy.deadline {
             Deadline::Budget(budget) => self.now + budget,
-            Deadline::Propagate | Deadline::Unbounded => NO_DEADLINE,
+            Deadline::Propagate | Deadline::PropagateAtMost(_) | Deadline::Unbounded => NO_DEADLINE,
         };
         let key = self.operations.insert(Operation::new(
             id,
@@ -108,6 +108,7 @@ impl<O: Observer> Engine<'_, O> {
         let deadline = match policy.deadline {
             Deadline::Budget(budget) => self.now + budget,
             Deadline::Propagate => request.gives_up,
+            Deadline::PropagateAtMost(budget) => request.gives_up.min(self.now + budget),
             Deadline::Unbounded => NO_DEADLINE,
         };
         let served = self

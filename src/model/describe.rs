@@ -103,6 +103,9 @@ impl CallerPolicy {
         let deadline = match self.deadline {
             Deadline::Budget(budget) => Duration(budget).to_string(),
             Deadline::Propagate => "propagated".into(),
+            Deadline::PropagateAtMost(budget) => {
+                format!("propagated, at most {}", Duration(budget))
+            }
             Deadline::Unbounded => "none".into(),
         };
         let controls: Vec<String> = self.controls.iter().map(|c| c.to_string()).collect();

@@ -118,6 +118,7 @@ fn sends(policy: &CallerPolicy) -> String {
     let tries = policy.max_attempts + 1;
     let deadline = match policy.deadline {
         Deadline::Propagate => "deadline passed on".to_string(),
+        Deadline::PropagateAtMost(budget) => format!("deadline passed on, ≤ {}", Duration(budget)),
         Deadline::Budget(budget) => format!("{} budget", Duration(budget)),
         Deadline::Unbounded => "no deadline".to_string(),
     };

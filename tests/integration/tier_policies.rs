@@ -296,6 +296,54 @@ fn a_tier_imports_an_envoy_config() {
     );
 }
 
+/// A tier that imports a gRPC service config takes its `timeout` as a bound on the deadline
+/// it inherits (a gRPC server propagating deadlines uses the earlier of the two):
+/// `deadline = "propagate, at most 2s"`. In the engine, a db that takes 1 s then times out
+/// every call of an api whose calls may last at most 100 ms, and none when the api propagates
+/// its caller's 60 s.
+#[test]
+fn a_tier_importing_grpc_bounds_the_deadline_it_inherits() {
+    let folder = fresh_folder("tier-import-grpc");
+    std::fs::write(
+        folder.join("api.json"),
+        r#"{"methodConfig": [{"name": [{"service": "db.Db"}], "timeout": "2s"}]}"#,
+    )
+    .unwrap();
+    let path = folder.join("s.toml");
+    std::fs::write(
+        &path,
+        api_over_failing_db("retry = { import = \"api.json\" }"),
+    )
+    .unwrap();
+    let imported = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
+    let model = Model::new(&imported, &imported.policy[0]);
+    let api = model.services[0].downstream.as_ref().unwrap();
+    assert_eq!(api.deadline, Deadline::PropagateAtMost(2_000_000));
+    assert_eq!((api.max_attempts, api.attempt_timeout), (0, Micros::MAX));
+    assert!(
+        imported
+            .to_resolved_toml()
+            .contains("deadline = \"propagate, at most 2s\"")
+    );
+    let timeouts_at_db = |deadline: &str| {
+        let text = api_over_failing_db(&format!(
+            "retry = {{ max_attempts = 0, attempt_timeout = \"none\", {deadline} }}"
+        ))
+        .replace("errors = { rate = 1.0, status = 503 }", "")
+        .replace(
+            "name = \"db\"\nworkers = 1000\nservice_time = \"1ms\"",
+            "name = \"db\"\nworkers = 1000\nservice_time = \"1s\"",
+        );
+        let result = run(&scenario(&text));
+        let db = &result.policies[0].services[1].totals;
+        (db.timeouts, db.received)
+    };
+    let (timeouts, received) = timeouts_at_db("deadline = \"propagate, at most 100ms\"");
+    assert!(received > 100);
+    assert_eq!(timeouts, received);
+    assert_eq!(timeouts_at_db("deadline = \"propagate\"").0, 0);
+}
+
 /// `attempt_timeout = "none"` and `retryable_transport_errors` are checked where they are
 /// written: a misspelt kind gets the nearest one, a policy that ignores its deadline cannot
 /// also have no attempt timeout (an unanswered attempt would wait forever), and a tier's
