@@ -406,7 +406,8 @@ mod tests {
     }
 
     /// In a chain edge -> api -> db every request makes three; with each calling tier allowed
-    /// four sends of a call, up to 1 + 4 * (1 + 4) = 21.
+    /// four sends of a call (`retry = {}`: the article's three retries), up to
+    /// 1 + 4 * (1 + 4) = 21.
     #[test]
     fn a_chain_multiplies_requests_by_each_tiers_sends() {
         let chain = r#"
@@ -422,11 +423,13 @@ mod tests {
             workers = 10
             service_time = { distribution = "constant", value = "1ms" }
             calls = ["api"]
+            retry = {}
             [[service]]
             name = "api"
             workers = 10
             service_time = { distribution = "constant", value = "1ms" }
             calls = ["db"]
+            retry = {}
             [[service]]
             name = "db"
             workers = 10

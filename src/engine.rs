@@ -204,7 +204,10 @@ enum Reply {
     LimitReached(u16),
     Conflict,
     Error(u16),
+    /// The service reset a request it had accepted.
     Reset,
+    /// The service refused the connection: it was down after a crash.
+    Refused,
     Committed,
     NotFound,
     StillPending,

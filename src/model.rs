@@ -7,6 +7,12 @@
 //! settings) already applied. [`Model::new`] builds that, once per simulated policy, from a
 //! validated scenario; nothing downstream of it reads the scenario types.
 
+mod describe;
+
+pub use describe::{
+    CallerText, EffectivePolicies, PolicyText, attempt_timeout_text, effective_policies,
+};
+
 use crate::backoff::Jitter;
 use crate::capacity::CapacityCurve;
 use crate::control::{ControlKind, ControlModel};
@@ -20,7 +26,7 @@ use toml::Spanned;
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
     InFlightRepeat, LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service,
-    Start, Workload,
+    Start, TransportError, Workload,
 };
 use crate::service::limit::{EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig};
 use crate::service::queue::{self, Discipline};
@@ -116,13 +122,16 @@ pub struct CallerPolicy {
     pub multiplier: f64,
     /// The statuses the decision may retry.
     pub retryable: StatusSet,
+    /// The failures without a response the decision may retry; the others reach it as no
+    /// signal at all, which it does not retry (`not-transient`).
+    pub retryable_transport: TransportErrors,
     /// How the backoff is spread.
     pub jitter: Jitter,
     /// How Retry-After is treated.
     pub retry_after: RetryAfterMode,
     /// Repeat non-repeatable requests anyway.
     pub unsafe_retries: bool,
-    /// Timeout of one attempt.
+    /// Timeout of one attempt; [`Micros::MAX`] for none (an attempt may take the time left).
     pub attempt_timeout: Micros,
     /// The budget of a whole call.
     pub deadline: Deadline,
@@ -130,6 +139,34 @@ pub struct CallerPolicy {
     pub controls: Vec<ControlModel>,
     /// Hedged requests instead of retries.
     pub hedging: Option<HedgingModel>,
+}
+
+/// A set of [`TransportError`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportErrors([bool; 3]);
+
+impl TransportErrors {
+    /// The set of the errors `list` names.
+    pub fn of(list: &[TransportError]) -> TransportErrors {
+        let mut set = [false; 3];
+        for &error in list {
+            set[error as usize] = true;
+        }
+        TransportErrors(set)
+    }
+
+    /// Whether `error` is in the set.
+    #[inline]
+    pub fn contains(self, error: TransportError) -> bool {
+        self.0[error as usize]
+    }
+
+    /// The errors in the set, in [`TransportError::ALL`]'s order.
+    pub fn iter(self) -> impl Iterator<Item = TransportError> {
+        TransportError::ALL
+            .into_iter()
+            .filter(move |&error| self.contains(error))
+    }
 }
 
 /// gRPC's hedging policy, resolved.
@@ -160,6 +197,8 @@ pub enum Deadline {
     Budget(Micros),
     /// The time the caller of the request being served has left (services only).
     Propagate,
+    /// The time the caller has left, but at most this (services only).
+    PropagateAtMost(Micros),
     /// No deadline: only the retry budget ends the call.
     Unbounded,
 }
@@ -405,13 +444,15 @@ impl Model {
                 max_attempts: policy.max_attempts.get() as u32,
                 multiplier: policy.multiplier.get(),
                 retryable: statuses(&policy.retryable_statuses),
+                retryable_transport: TransportErrors::of(&policy.retryable_transport_errors),
                 jitter: policy.jitter,
                 retry_after: policy.retry_after,
                 unsafe_retries: policy.unsafe_retries,
                 attempt_timeout: policy
                     .attempt_timeout
-                    .unwrap_or(clients.attempt_timeout)
-                    .micros(),
+                    .map_or(clients.attempt_timeout.micros(), |timeout| {
+                        timeout.limit_micros()
+                    }),
                 deadline: if policy.ignore_deadline {
                     Deadline::Unbounded
                 } else {
@@ -624,13 +665,15 @@ impl CallerPolicy {
             max_attempts: retry.max_attempts.get() as u32,
             multiplier: retry.multiplier.get(),
             retryable: statuses(&retry.retryable_statuses),
+            retryable_transport: TransportErrors::of(&retry.retryable_transport_errors),
             jitter: retry.jitter,
             retry_after: retry.retry_after,
             unsafe_retries: retry.unsafe_retries,
-            attempt_timeout: retry.attempt_timeout.micros(),
+            attempt_timeout: retry.attempt_timeout.limit_micros(),
             deadline: match retry.deadline {
                 CallDeadline::Propagate => Deadline::Propagate,
                 CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
+                CallDeadline::PropagateAtMost(budget) => Deadline::PropagateAtMost(budget.micros()),
             },
             controls: controls(&retry.controls),
             hedging: retry

@@ -10,7 +10,6 @@ mod diagram;
 
 use std::fmt::Write as _;
 
-use crate::backoff::JitterStrategy;
 use crate::charts::{Chart, ChartError, Format, render};
 use crate::claims::{evaluate, number};
 use crate::metrics::METRICS;
@@ -331,55 +330,49 @@ fn capitalised(text: &str) -> String {
     })
 }
 
-/// What each policy does: its retries (or hedging), backoff, Retry-After handling, the
-/// statuses it retries, its own timeouts, and its controls.
+/// What each policy does: its retries (or hedging), backoff, Retry-After handling, what it
+/// retries, its timeouts, and its controls; in a topology, then what each tier does under it.
 fn policy_table(page: &mut String, run: &ScenarioRun) {
     page.push_str("<h2>Policies</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
     for (index, policy) in run.policies.iter().enumerate() {
-        let caller = &policy.model.users.policy;
-        let retries = match caller.hedging {
-            Some(hedging) => format!(
-                "hedging: {} attempts, {} apart",
-                hedging.max_attempts,
-                crate::time::Duration(hedging.delay)
-            ),
-            None => caller.max_attempts.to_string(),
+        let name = if run.scenario.changed_on_command_line(index) {
+            format!("{} (changed by --set)", policy.name)
+        } else {
+            policy.name.clone()
         };
-        let backoff = format!(
-            "{} ms to {} ms, x{}, {} jitter",
-            caller.base_ms,
-            caller.cap_ms,
-            caller.multiplier,
-            caller.jitter.name()
-        );
-        let deadline = match caller.deadline {
-            crate::model::Deadline::Budget(budget) => crate::time::Duration(budget).to_string(),
-            crate::model::Deadline::Propagate => "propagated".into(),
-            crate::model::Deadline::Unbounded => "none".into(),
-        };
-        let controls: Vec<String> = caller.controls.iter().map(|c| c.to_string()).collect();
-        let _ = writeln!(
-            page,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>timeouts, resets, {}</td><td>{}, {}</td><td>{}</td></tr>",
-            escape(&if run.scenario.changed_on_command_line(index) {
-                format!("{} (changed by --set)", policy.name)
-            } else {
-                policy.name.clone()
-            }),
-            escape(&retries),
-            escape(&backoff),
-            caller.retry_after.name(),
-            caller.retryable,
-            crate::time::Duration(caller.attempt_timeout),
-            deadline,
-            escape(&if controls.is_empty() {
-                "none".to_string()
-            } else {
-                controls.join("; ")
-            }),
-        );
+        policy_row(page, &name, &policy.model.users.policy.text());
     }
     page.push_str("</table></div>\n");
+    if !run.has_topology() {
+        return;
+    }
+    page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n<div class=\"table\"><table>\n<tr><th>policy: calls</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
+    for policy in &run.policies {
+        for tier in policy.model.callers().iter().filter(|caller| caller.tier) {
+            policy_row(
+                page,
+                &format!("{}: {}", policy.name, tier.calls),
+                &tier.policy,
+            );
+        }
+    }
+    page.push_str("</table></div>\n");
+}
+
+/// One row of a policy table.
+fn policy_row(page: &mut String, name: &str, text: &crate::model::PolicyText) {
+    let _ = writeln!(
+        page,
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}, {}</td><td>{}</td></tr>",
+        escape(name),
+        escape(&text.retries),
+        escape(&text.backoff),
+        escape(&text.retry_after),
+        escape(&text.retries_on),
+        escape(&text.attempt_timeout),
+        escape(&text.deadline),
+        escape(&text.controls),
+    );
 }
 
 /// The comment at the top of the scenario file: what it sets up and what to look at. A

@@ -352,8 +352,10 @@ pub struct Service {
     /// the data lives and writes are committed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<Spanned<String>>,
-    /// A calling service: its client policy toward the services it calls (default: the
-    /// article's retry settings, deadline propagated).
+    /// A calling service: its client policy toward the services it calls. Without it the
+    /// calls are never retried, and each waits as long as its caller does (no attempt timeout,
+    /// deadline propagated), as a proxy or an RPC stub without a retry policy behaves; with it,
+    /// the settings it does not write are the article's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<Spanned<CallRetry>>,
     /// A calling service: the status it answers when a downstream call fails for good
@@ -383,6 +385,10 @@ pub struct CallRetry {
     /// The statuses that may be retried, besides transport errors (default 429 and 503).
     #[serde(default = "defaults::retryable_statuses")]
     pub retryable_statuses: Vec<Bounded<400, 599>>,
+    /// The failures without a response that may be retried (default all: `timeout`, `reset`,
+    /// `refused`, as the article's procedure retries every transport error).
+    #[serde(default = "defaults::retryable_transport_errors")]
+    pub retryable_transport_errors: Vec<TransportError>,
     /// How the backoff is spread (default `full`).
     #[serde(default = "defaults::jitter")]
     pub jitter: Jitter,
@@ -393,10 +399,13 @@ pub struct CallRetry {
     #[serde(default)]
     pub unsafe_retries: bool,
     /// Timeout of one attempt (default 1s); each gets `min(attempt_timeout, time left)`.
-    #[serde(default = "defaults::attempt_timeout")]
-    pub attempt_timeout: Duration,
+    /// `"none"`: an attempt may take all the time the call has left.
+    #[serde(default = "defaults::call_attempt_timeout")]
+    pub attempt_timeout: AttemptTimeout,
     /// The budget of a downstream call: `"propagate"` (default) gives it the time its caller
-    /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call.
+    /// has left, as gRPC propagates deadlines; a duration starts a fresh one for every call;
+    /// `"propagate, at most 2s"` the caller's time left, at most that (an imported gRPC
+    /// `timeout`).
     #[serde(default)]
     pub deadline: CallDeadline,
     /// Hedged calls instead of retries, as a policy's `hedging`.
@@ -406,6 +415,15 @@ pub struct CallRetry {
     /// service is one process, so every scope is one state for the service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Spanned<ControlSpec>>,
+    /// Read the settings from the config this tier runs, as a policy's `import` (an edge
+    /// proxy's Envoy `retry_policy`, a gRPC service config), relative to the scenario file;
+    /// settings written in this table win over the imported ones.
+    #[serde(default, skip_serializing)]
+    pub import: Option<Spanned<String>>,
+    /// With `import` of a gRPC service config of several `methodConfig` entries: the method
+    /// whose policy is imported.
+    #[serde(default, skip_serializing)]
+    pub import_method: Option<String>,
 }
 
 /// `hedging = { max_attempts = 3, delay = "50ms", non_fatal_statuses = [503] }`: gRPC's hedging
@@ -435,6 +453,60 @@ pub enum CallDeadline {
     Propagate,
     /// A fresh budget for every call.
     Fresh(Duration),
+    /// The caller's time left, but at most this (`"propagate, at most 2s"`): a gRPC stub whose
+    /// service config sets a `timeout` and whose server propagates deadlines.
+    PropagateAtMost(Duration),
+}
+
+/// The timeout of one attempt: a duration, or `"none"`, which lets an attempt take all the time
+/// its call has left (gRPC has no per-attempt timeout; Envoy without `per_try_timeout` waits
+/// for the route timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttemptTimeout {
+    /// An attempt gets `min(this, time left)`.
+    After(Duration),
+    /// An attempt gets the time left.
+    None,
+}
+
+impl AttemptTimeout {
+    /// The timeout in microseconds; `None` is longer than any deadline.
+    pub fn limit_micros(self) -> crate::time::Micros {
+        match self {
+            AttemptTimeout::After(timeout) => timeout.micros(),
+            AttemptTimeout::None => crate::time::Micros::MAX,
+        }
+    }
+}
+
+impl std::fmt::Display for AttemptTimeout {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            AttemptTimeout::After(timeout) => timeout.fmt(f),
+            AttemptTimeout::None => f.write_str("none"),
+        }
+    }
+}
+
+/// A failure without a response, as `retryable_transport_errors` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TransportError {
+    /// No answer within the attempt's timeout (lost, blackholed, or too slow).
+    Timeout,
+    /// The service reset the request it had accepted (a crash).
+    Reset,
+    /// The service refused the connection (down after a crash): Envoy's `connect-failure`.
+    Refused,
+}
+
+impl TransportError {
+    /// Every kind, in the order they are listed.
+    pub const ALL: [TransportError; 3] = [
+        TransportError::Timeout,
+        TransportError::Reset,
+        TransportError::Refused,
+    ];
 }
 
 /// `rate_limit = { rate = 1000, burst = 100, scope = "global" }`.
@@ -539,6 +611,12 @@ pub struct Policy {
     /// article's); for example `[429, 500, 502, 503, 504]`.
     #[serde(default = "defaults::retryable_statuses")]
     pub retryable_statuses: Vec<Bounded<400, 599>>,
+    /// The failures without a response that may be retried: `timeout` (the attempt timed
+    /// out), `reset` (the service reset it), `refused` (the service refused the connection).
+    /// Default all three, as the article's procedure retries every transport error; an Envoy
+    /// that retries only `retriable-status-codes` retries none.
+    #[serde(default = "defaults::retryable_transport_errors")]
+    pub retryable_transport_errors: Vec<TransportError>,
     /// How the backoff is spread (default `full`).
     #[serde(default = "defaults::jitter")]
     pub jitter: Jitter,
@@ -562,9 +640,10 @@ pub struct Policy {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline: Option<Duration>,
     /// This client's timeout of one attempt, instead of `clients.attempt_timeout` (Envoy's
-    /// `per_try_timeout`).
+    /// `per_try_timeout`); `"none"`: an attempt may take all the time left before the deadline
+    /// (a gRPC client, which has no per-attempt timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub attempt_timeout: Option<Duration>,
+    pub attempt_timeout: Option<AttemptTimeout>,
     /// Read the retry settings from a client config: a gRPC service config (JSON) or an Envoy
     /// route `retry_policy` (YAML or JSON), relative to the scenario file. Settings written in
     /// this table win over the imported ones; the resolved scenario has them all written out.
@@ -709,6 +788,12 @@ mod defaults {
     pub fn call_max_attempts() -> Bounded<0, 100> {
         Bounded(3)
     }
+    pub fn call_attempt_timeout() -> AttemptTimeout {
+        AttemptTimeout::After(attempt_timeout())
+    }
+    pub fn retryable_transport_errors() -> Vec<TransportError> {
+        TransportError::ALL.to_vec()
+    }
     pub fn jitter() -> Jitter {
         Jitter::Full
     }
@@ -720,6 +805,7 @@ mod defaults {
             max_attempts: max_attempts(),
             multiplier: multiplier(),
             retryable_statuses: retryable_statuses(),
+            retryable_transport_errors: retryable_transport_errors(),
             jitter: jitter(),
             retry_after: RetryAfterMode::Honor,
             unsafe_retries: false,
@@ -736,20 +822,26 @@ mod defaults {
             overrides: Overrides::default(),
         }]
     }
-    pub fn call_retry() -> CallRetry {
+    /// The calls of a service without a `retry` table: sent once, each waiting as long as
+    /// its caller does; the other settings are the table's defaults, written out so that
+    /// `--set service.NAME.retry.max_attempts=2` has the article's backoff.
+    pub fn no_call_retry() -> CallRetry {
         CallRetry {
             base: base(),
             cap: cap(),
-            max_attempts: call_max_attempts(),
+            max_attempts: Bounded(0),
             multiplier: multiplier(),
             retryable_statuses: retryable_statuses(),
+            retryable_transport_errors: retryable_transport_errors(),
             jitter: jitter(),
             retry_after: RetryAfterMode::Honor,
             unsafe_retries: false,
-            attempt_timeout: attempt_timeout(),
+            attempt_timeout: AttemptTimeout::None,
             deadline: CallDeadline::Propagate,
             hedging: None,
             controls: Vec::new(),
+            import: None,
+            import_method: None,
         }
     }
 }
@@ -823,11 +915,17 @@ impl Service {
     }
 }
 
+/// How `deadline = "propagate, at most 2s"` begins.
+const PROPAGATE_AT_MOST: &str = "propagate, at most ";
+
 impl Serialize for CallDeadline {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             CallDeadline::Propagate => serializer.serialize_str("propagate"),
             CallDeadline::Fresh(budget) => budget.serialize(serializer),
+            CallDeadline::PropagateAtMost(budget) => {
+                serializer.serialize_str(&format!("{PROPAGATE_AT_MOST}{budget}"))
+            }
         }
     }
 }
@@ -838,12 +936,41 @@ impl<'de> Deserialize<'de> for CallDeadline {
         if text == "propagate" {
             return Ok(CallDeadline::Propagate);
         }
-        match text.parse::<Duration>() {
+        let (at_most, budget) = match text.strip_prefix(PROPAGATE_AT_MOST) {
+            Some(budget) => (true, budget),
+            None => (false, text.as_str()),
+        };
+        match budget.parse::<Duration>() {
+            Ok(budget) if budget.micros() > 0 && at_most => {
+                Ok(CallDeadline::PropagateAtMost(budget))
+            }
             Ok(budget) if budget.micros() > 0 => Ok(CallDeadline::Fresh(budget)),
             _ => Err(serde::de::Error::custom(format!(
-                "deadline {text:?} is neither \"propagate\" (the caller's time left) nor a duration above zero such as \"2s\" (a fresh budget for every call)"
+                "deadline {text:?} is neither \"propagate\" (the caller's time left), a duration above zero such as \"2s\" (a fresh budget for every call), nor \"propagate, at most 2s\" (the caller's time left, at most that)"
             ))),
         }
+    }
+}
+
+impl Serialize for AttemptTimeout {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for AttemptTimeout {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        if text == "none" {
+            return Ok(AttemptTimeout::None);
+        }
+        text.parse::<Duration>()
+            .map(AttemptTimeout::After)
+            .map_err(|error| {
+                serde::de::Error::custom(format!(
+                    "{error}, or \"none\" (an attempt may take all the time its call has left)"
+                ))
+            })
     }
 }
 

@@ -15,6 +15,7 @@ use retrystorm::charts::{Chart, Format, render};
 use retrystorm::claims::evaluate;
 use retrystorm::cost::{Estimate, memory_limit};
 use retrystorm::engine::{AttemptRecord, Observer};
+use retrystorm::model::effective_policies;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
 use retrystorm::report::report_html;
@@ -71,20 +72,27 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
     let mut code = ExitCode::SUCCESS;
     for path in &args.scenarios {
         match load(path, &args.set) {
-            Ok(scenario) => writeln!(
-                io::stdout(),
-                "ok: {} ({}, {} polic{}{})\n  cost: {}",
-                path.display(),
-                scenario.name,
-                scenario.policy.len(),
-                if scenario.policy.len() == 1 {
-                    "y"
-                } else {
-                    "ies"
-                },
-                calls(&scenario),
-                Estimate::of(&scenario, rayon::current_num_threads())
-            )?,
+            Ok(scenario) => {
+                writeln!(
+                    io::stdout(),
+                    "ok: {} ({}, {} polic{}{})\n  cost: {}",
+                    path.display(),
+                    scenario.name,
+                    scenario.policy.len(),
+                    if scenario.policy.len() == 1 {
+                        "y"
+                    } else {
+                        "ies"
+                    },
+                    calls(&scenario),
+                    Estimate::of(&scenario, rayon::current_num_threads())
+                )?;
+                // Every caller's effective policy: nothing a run assumes is silent.
+                let policies = effective_policies(&scenario);
+                for line in policies.clients.iter().chain(&policies.tiers) {
+                    writeln!(io::stdout(), "  {line}")?;
+                }
+            }
             Err(error) => {
                 eprintln!("retrystorm: {error}");
                 code = ExitCode::FAILURE;
@@ -483,6 +491,14 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
     line(header.iter().map(String::as_str).collect())?;
     for row in &rows {
         line(row.iter().map(String::as_str).collect())?;
+    }
+    // What each tier does: a tier retries only if its file (or an import) says so.
+    let tiers = effective_policies(&run.scenario).tiers;
+    if !tiers.is_empty() {
+        writeln!(io::stdout(), "  tiers:")?;
+        for line in &tiers {
+            writeln!(io::stdout(), "    {line}")?;
+        }
     }
     let claims = evaluate(run);
     if !claims.is_empty() {

@@ -13,8 +13,19 @@ use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId};
 use crate::outcome::{AttemptOutcome, FailureReason, NextStep};
 use crate::random::Stream;
 use crate::retry_after::RetryAfterMode;
+use crate::scenario::TransportError;
 use crate::slab::Key;
 use crate::time::{MICROS_PER_MS, Micros};
+
+/// The failure without a response an attempt ended with, if it did.
+fn transport_error(timed_out: bool, reply: Reply) -> Option<TransportError> {
+    match (timed_out, reply) {
+        (true, _) => Some(TransportError::Timeout),
+        (false, Reply::Reset) => Some(TransportError::Reset),
+        (false, Reply::Refused) => Some(TransportError::Refused),
+        (false, _) => None,
+    }
+}
 
 /// A practically endless deadline, far from overflow.
 const NO_DEADLINE: Micros = Micros::MAX / 2;
@@ -49,7 +60,7 @@ impl<O: Observer> Engine<'_, O> {
         self.recorder.operation_started();
         let deadline = match self.model.users.policy.deadline {
             Deadline::Budget(budget) => self.now + budget,
-            Deadline::Propagate | Deadline::Unbounded => NO_DEADLINE,
+            Deadline::Propagate | Deadline::PropagateAtMost(_) | Deadline::Unbounded => NO_DEADLINE,
         };
         let key = self.operations.insert(Operation::new(
             id,
@@ -97,6 +108,7 @@ impl<O: Observer> Engine<'_, O> {
         let deadline = match policy.deadline {
             Deadline::Budget(budget) => self.now + budget,
             Deadline::Propagate => request.gives_up,
+            Deadline::PropagateAtMost(budget) => request.gives_up.min(self.now + budget),
             Deadline::Unbounded => NO_DEADLINE,
         };
         let served = self
@@ -371,7 +383,7 @@ impl<O: Observer> Engine<'_, O> {
                 }
                 Reply::Conflict => (AttemptOutcome::Conflict, Some(409), None),
                 Reply::Error(code) => (AttemptOutcome::Error, Some(code), None),
-                Reply::Reset => (AttemptOutcome::Reset, None, None),
+                Reply::Reset | Reply::Refused => (AttemptOutcome::Reset, None, None),
                 Reply::LimitReached(code) => (AttemptOutcome::Rejected, Some(code), None),
                 Reply::Pending => unreachable!("a response carries a reply"),
             }
@@ -386,7 +398,7 @@ impl<O: Observer> Engine<'_, O> {
                 Reply::Overloaded { .. } | Reply::LimitReached(_) => counts.rejected_503 += 1,
                 Reply::Conflict => counts.conflicts_409 += 1,
                 Reply::Error(_) => counts.errors += 1,
-                Reply::Reset => counts.resets += 1,
+                Reply::Reset | Reply::Refused => counts.resets += 1,
                 Reply::Pending => {}
             }
         }
@@ -398,13 +410,17 @@ impl<O: Observer> Engine<'_, O> {
             let model = self.model;
             let controls = self.controls_of(call);
             if !controls.is_empty() {
-                let retryable = &policy_of(model, call).retryable;
+                let policy = policy_of(model, call);
                 let end = AttemptEnd {
                     retry: index > 0,
                     outcome,
                     status,
                     transient: outcome != AttemptOutcome::Ok
-                        && status.is_none_or(|status| retryable.contains(status)),
+                        && match status {
+                            Some(status) => policy.retryable.contains(status),
+                            None => transport_error(timed_out, reply)
+                                .is_some_and(|error| policy.retryable_transport.contains(error)),
+                        },
                     latency: now - send,
                 };
                 controls.attempt_ended(now, client, &end);
@@ -422,7 +438,9 @@ impl<O: Observer> Engine<'_, O> {
                     self.decide(operation, None, true, None, false)
                 }
                 // Still being processed: ask again later, as after a transport error.
-                (false, Reply::StillPending) | (true, _) | (false, Reply::Reset) => {
+                (false, Reply::StillPending)
+                | (true, _)
+                | (false, Reply::Reset | Reply::Refused) => {
                     self.decide(operation, None, true, None, timed_out)
                 }
                 (false, _) => self.decide(operation, status, false, retry_after, false),
@@ -435,13 +453,17 @@ impl<O: Observer> Engine<'_, O> {
             let pushback = retry_after.filter(|_| reads(policy_of(self.model, call)));
             match (timed_out, reply) {
                 (false, Reply::Ok) => self.succeed(operation),
-                (true, _) | (false, Reply::Reset) => self.hedge_failed(operation, key, None, None),
+                (true, _) | (false, Reply::Reset | Reply::Refused) => {
+                    self.hedge_failed(operation, key, None, None)
+                }
                 (false, _) => self.hedge_failed(operation, key, status, pushback),
             }
         } else {
             match (timed_out, reply) {
                 (false, Reply::Ok) => self.succeed(operation),
-                (true, _) | (false, Reply::Reset) => self.no_response(operation, timed_out),
+                (true, _) => self.no_response(operation, TransportError::Timeout),
+                (false, Reply::Reset) => self.no_response(operation, TransportError::Reset),
+                (false, Reply::Refused) => self.no_response(operation, TransportError::Refused),
                 (false, _) => self.decide(operation, status, false, retry_after, false),
             }
         };
@@ -466,9 +488,11 @@ impl<O: Observer> Engine<'_, O> {
         }
     }
 
-    /// An attempt failed without a response: ask the status endpoint if the operation may
-    /// have written, else let the decision judge a transport error.
-    fn no_response(&mut self, key: Key, timed_out: bool) -> (Option<Micros>, NextStep) {
+    /// An attempt failed without a response (`error`): ask the status endpoint if the
+    /// operation may have written, else let the decision judge it: as a transport error if the
+    /// policy retries this kind (`retryable_transport_errors`), else as no signal at all, which
+    /// the decision does not retry (`not-transient`).
+    fn no_response(&mut self, key: Key, error: TransportError) -> (Option<Micros>, NextStep) {
         let operation = self.operations.get(key).expect("live operation");
         let endpoint = &self.model.users.endpoints[usize::from(operation.endpoint)];
         if endpoint.status_endpoint && !endpoint.idempotent_method {
@@ -482,7 +506,11 @@ impl<O: Observer> Engine<'_, O> {
             }
             return self.fail(key, FailureReason::StatusUnknown);
         }
-        self.decide(key, None, true, None, timed_out)
+        let call = self.downstream_call(key, operation);
+        let retryable = policy_of(self.model, call)
+            .retryable_transport
+            .contains(error);
+        self.decide(key, None, retryable, None, error == TransportError::Timeout)
     }
 
     /// Asks the retry decision and acts on it. While the caller is asking the status endpoint,

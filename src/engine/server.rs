@@ -49,7 +49,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             Some(Refusal::Reset) => {
                 service.counts(now).rejected_outage += 1;
                 self.charge(id, RejectionKind::Outage);
-                return self.reply(key, Reply::Reset);
+                return self.reply(key, Reply::Refused);
             }
             Some(Refusal::Blackhole) => return self.drop_request(key),
         }

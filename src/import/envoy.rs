@@ -7,17 +7,18 @@
 //! | config | policy |
 //! |---|---|
 //! | `num_retries` (default 1) | `max_attempts` |
-//! | `per_try_timeout` (default: none, the route timeout) | `attempt_timeout` |
+//! | `per_try_timeout` (default: none, the route timeout bounds every attempt) | `attempt_timeout` (default `"none"`) |
 //! | `retry_back_off { base_interval (25 ms), max_interval (10 x base) }` | `base`, `cap`, `jitter = "full"` (Envoy's fully jittered backoff, `U[0, min(base * 2^n, max))`) |
-//! | `retry_on`: `5xx`, `gateway-error`, `retriable-4xx`, `retriable-status-codes` (+ `retriable_status_codes`), `reset`, `connect-failure`, `refused-stream` | `retryable_statuses`: 500-599, 502-504, 409, the list; the rest are transport errors, always retried |
+//! | `retry_on`: `5xx`, `gateway-error`, `retriable-4xx`, `retriable-status-codes` (+ `retriable_status_codes`) | `retryable_statuses`: 500-599, 502-504, 409, the list |
+//! | `retry_on`: `5xx`, `gateway-error`, `reset` (an upstream reset counts as a 5xx, a per-try timeout is a local reset); `connect-failure`; `refused-stream` | `retryable_transport_errors`: all of `timeout`, `reset`, `refused`; `refused`; none (the simulated services never refuse a stream) |
 //! | `rate_limited_retry_back_off` with a `Retry-After` `SECONDS` reset header | `retry_after = "honor-jittered"`, `U(ra, 1.5 ra)`; without it Envoy ignores Retry-After: `"ignore"` |
 //! | `circuit_breakers.thresholds[0].retry_budget { budget_percent (20), min_retry_concurrency (3) }` | a `retry-budget` control with `min_concurrency`, per process |
 //! | no retry budget: `max_retries` (default 3) | a `retry-budget` control of 0% and `min_concurrency = max_retries`: Envoy's default cap of 3 concurrent retries |
 //!
 //! Conditions and settings that depend on what the simulator does not model (response
 //! headers, gRPC statuses, hosts, priorities, other circuit-breaker limits) are refused by name.
-//! A `retry_on` without `5xx`, `gateway-error` or `reset` is refused too: such an Envoy does not
-//! retry timeouts or resets, and the simulated decision always may.
+//! A `retry_on` of `retriable-status-codes` alone retries the listed statuses and no timeout,
+//! reset or refused connection, as such an Envoy does.
 
 use serde_json::{Map, Value};
 
@@ -26,7 +27,7 @@ use crate::backoff::Jitter;
 use crate::control::ControlKind;
 use crate::decision::StatusSet;
 use crate::retry_after::RetryAfterMode;
-use crate::scenario::ControlSpec;
+use crate::scenario::{AttemptTimeout, ControlSpec, TransportError};
 use crate::time::Duration;
 use crate::values::{Bounded, BudgetPercent};
 
@@ -124,19 +125,25 @@ fn read_retry_policy(
         }
     };
     let mut statuses = Vec::new();
-    let mut transport = false;
+    let mut transport: Vec<TransportError> = Vec::new();
     for condition in retry_on.split(',').map(str::trim).filter(|c| !c.is_empty()) {
         match condition {
+            // An upstream reset counts as a 5xx (retry_state_impl.cc), and a per-try timeout
+            // is a local reset, so 5xx, gateway-error and reset retry every failure without a
+            // response.
             "5xx" => {
                 statuses.extend(500..=599);
-                transport = true;
+                transport.extend(TransportError::ALL);
             }
             "gateway-error" => {
                 statuses.extend([502, 503, 504]);
-                transport = true;
+                transport.extend(TransportError::ALL);
             }
-            "reset" => transport = true,
-            "connect-failure" | "refused-stream" => {}
+            "reset" => transport.extend(TransportError::ALL),
+            "connect-failure" => transport.push(TransportError::Refused),
+            "refused-stream" => imported.notes.push(
+                "refused-stream: the simulated services never refuse an HTTP/2 stream, so it retries nothing here".into(),
+            ),
             "retriable-4xx" => statuses.push(409),
             "retriable-status-codes" => statuses.extend(&listed),
             "envoy-ratelimited" | "retriable-headers" => {
@@ -149,6 +156,14 @@ fn read_retry_policy(
                 return Err(field_error(
                     "retry_policy.retry_on",
                     format!("{condition}: HTTP/3 is not simulated"),
+                ));
+            }
+            "reset-before-request" => {
+                return Err(field_error(
+                    "retry_policy.retry_on",
+                    format!(
+                        "{condition}: whether a reset came before the request's first byte is not simulated; use reset (every reset) or connect-failure (refused connections)"
+                    ),
                 ));
             }
             "cancelled" | "deadline-exceeded" | "internal" | "resource-exhausted"
@@ -170,14 +185,6 @@ fn read_retry_policy(
             }
         }
     }
-    if !transport {
-        return Err(field_error(
-            "retry_policy.retry_on",
-            format!(
-                "{retry_on:?} has none of 5xx, gateway-error, reset: this Envoy does not retry timeouts and resets, and the simulated decision always may"
-            ),
-        ));
-    }
     if !listed.is_empty() && !retry_on.contains("retriable-status-codes") {
         return Err(field_error(
             "retry_policy.retriable_status_codes",
@@ -186,14 +193,18 @@ fn read_retry_policy(
     }
     statuses.sort_unstable();
     statuses.dedup();
+    transport.sort_unstable();
+    transport.dedup();
     imported.notes.push(format!(
-        "retry_on {retry_on:?} retries timeouts, resets and the statuses {}",
+        "retry_on {retry_on:?} retries {} and the statuses {}",
+        describe_transport(&transport),
         if statuses.is_empty() {
             "(none)".to_string()
         } else {
             statuses.iter().copied().collect::<StatusSet>().to_string()
         }
     ));
+    imported.retryable_transport_errors = Some(transport);
     imported.retryable_statuses = Some(statuses);
     let retries = match policy.get("num_retries") {
         None => 1,
@@ -201,9 +212,13 @@ fn read_retry_policy(
     };
     imported.max_attempts = Some(retries);
     if let Some(timeout) = policy.get("per_try_timeout") {
-        imported.attempt_timeout = Some(positive_seconds(timeout, "retry_policy.per_try_timeout")?);
+        imported.attempt_timeout = Some(AttemptTimeout::After(positive_seconds(
+            timeout,
+            "retry_policy.per_try_timeout",
+        )?));
     } else {
-        imported.notes.push("no per_try_timeout: each attempt waits for the scenario's attempt_timeout (Envoy would wait for the route timeout)".into());
+        imported.attempt_timeout = Some(AttemptTimeout::None);
+        imported.notes.push("no per_try_timeout: attempt_timeout = \"none\", an attempt may take all the time left before the deadline, as Envoy's route timeout bounds all attempts together (the deadline is the scenario's: the clients' `deadline`, or a tier's propagated one)".into());
     }
     let (base, cap) = match policy.get("retry_back_off") {
         None => (DEFAULT_BASE, Duration(DEFAULT_BASE.micros() * 10)),
@@ -249,6 +264,23 @@ fn read_retry_policy(
         imported,
     )?);
     Ok(())
+}
+
+/// The failures without a response in `errors`, in words.
+fn describe_transport(errors: &[TransportError]) -> String {
+    let words: Vec<&str> = errors
+        .iter()
+        .map(|error| match error {
+            TransportError::Timeout => "per-try timeouts",
+            TransportError::Reset => "resets",
+            TransportError::Refused => "refused connections",
+        })
+        .collect();
+    if words.is_empty() {
+        "no failure without a response (no timeout, reset or refused connection)".into()
+    } else {
+        words.join(", ")
+    }
 }
 
 /// What Envoy does with Retry-After.

@@ -7,7 +7,10 @@
 //! | `initialBackoff`, `maxBackoff`, `backoffMultiplier` | `base`, `cap`, `multiplier` |
 //! | (the current spec's jitter, `U(0.8, 1.2)`) | `jitter = "grpc"` |
 //! | `retryableStatusCodes` | the HTTP statuses whose gRPC code (gRPC's HTTP-to-gRPC table) is listed |
-//! | `timeout` (the call's deadline; gRPC has no per-attempt timeout) | `deadline` and `attempt_timeout` |
+//! | `timeout` (the call's deadline) | `deadline`; without it the scenario's, which the notes say |
+//! | (gRPC has no per-attempt timeout) | `attempt_timeout = "none"` |
+//! | no `retryPolicy` (or only `retryThrottling`) | `max_attempts = 0`: gRPC does not retry |
+//! | `waitForReady: false` (the default: fail at once when not connected) | as simulated; `true` is refused |
 //! | `retryThrottling { maxTokens, tokenRatio }` | a `grpc-throttling` control per process (one channel) |
 //! | server pushback (`grpc-retry-pushback-ms`) | `retry_after = "pushback"`: a service's Retry-After read as pushback, exact, and the backoff restarts |
 //!
@@ -15,9 +18,10 @@
 //! maps to it when a response has no `grpc-status` (`doc/http-grpc-status-mapping.md`): 400 is
 //! INTERNAL, 401 UNAUTHENTICATED, 403 PERMISSION_DENIED, 404 UNIMPLEMENTED, 429, 502, 503 and
 //! 504 are UNAVAILABLE, every other status is UNKNOWN. A `hedgingPolicy` (`maxAttempts`,
-//! `hedgingDelay`, `nonFatalStatusCodes`) becomes the policy's `hedging`. `waitForReady`, message
-//! size limits and load-balancing settings change what a client does in ways the simulator does
-//! not model, and are refused by name.
+//! `hedgingDelay`, `nonFatalStatusCodes`) becomes the policy's `hedging`. A reset or a refused
+//! connection fails an attempt with UNAVAILABLE, so it is retryable only if that code is.
+//! `waitForReady: true`, message size limits and load-balancing settings change what a client
+//! does in ways the simulator does not model, and are refused by name.
 
 use serde_json::{Map, Value};
 
@@ -26,7 +30,7 @@ use crate::backoff::Jitter;
 use crate::control::ControlKind;
 use crate::decision::StatusSet;
 use crate::retry_after::RetryAfterMode;
-use crate::scenario::ControlSpec;
+use crate::scenario::{AttemptTimeout, ControlSpec, TransportError};
 use crate::values::{Bounded, Positive};
 
 /// gRPC clients clamp `maxAttempts` to this by default.
@@ -101,8 +105,23 @@ pub fn import(config: &Map<String, Value>, method: Option<&str>) -> Result<Impor
         ),
         None => "gRPC service config, retryThrottling only".into(),
     };
-    if let Some((index, entry)) = chosen {
-        read_method_config(entry, &format!("methodConfig[{index}]"), &mut imported)?;
+    // gRPC has no per-attempt timeout: an attempt may last the whole deadline.
+    imported.attempt_timeout = Some(AttemptTimeout::None);
+    match chosen {
+        Some((index, entry)) => {
+            read_method_config(entry, &format!("methodConfig[{index}]"), &mut imported)?
+        }
+        None => {
+            imported.max_attempts = Some(0);
+            imported.notes.push(
+                "no methodConfig entry with a retryPolicy: gRPC does not retry (retryThrottling only limits the retries a retryPolicy makes)".into(),
+            );
+        }
+    }
+    if imported.deadline.is_none() {
+        imported.notes.push(
+            "no timeout: gRPC sets no deadline, so the call's deadline is the scenario's (the clients' `deadline`, 5s unless set; a tier's is propagated from its caller); attempt_timeout = \"none\": an attempt may take all of it, as gRPC has no per-attempt timeout".into(),
+        );
     }
     if let Some(throttling) = config.get("retryThrottling") {
         imported.controls.push(throttling_control(throttling)?);
@@ -193,23 +212,42 @@ fn read_method_config(
     refuse_unknown(
         entry,
         prefix,
-        &["name", "retryPolicy", "hedgingPolicy", "timeout"],
         &[
-            (
-                "waitForReady",
-                "calls are never queued waiting for a connection",
-            ),
+            "name",
+            "retryPolicy",
+            "hedgingPolicy",
+            "timeout",
+            "waitForReady",
+        ],
+        &[
             ("maxRequestMessageBytes", "message sizes are not simulated"),
             ("maxResponseMessageBytes", "message sizes are not simulated"),
         ],
     )?;
+    match entry.get("waitForReady") {
+        None => {}
+        Some(Value::Bool(false)) => imported.notes.push(
+            "waitForReady false: a call to a service that refuses connections fails at once (UNAVAILABLE), as simulated".into(),
+        ),
+        Some(Value::Bool(true)) => {
+            return Err(field_error(
+                format!("{prefix}.waitForReady"),
+                "true is not simulated: such a call waits for a ready connection (until its deadline) where the simulated clients fail at once, as gRPC's default (false) does; remove it or set it to false",
+            ));
+        }
+        Some(other) => {
+            return Err(field_error(
+                format!("{prefix}.waitForReady"),
+                format!("{other} is not a boolean"),
+            ));
+        }
+    }
     if let Some(timeout) = entry.get("timeout") {
         let timeout = positive_seconds(timeout, &format!("{prefix}.timeout"))?;
         imported.deadline = Some(timeout);
-        imported.attempt_timeout = Some(timeout);
-        imported
-            .notes
-            .push("timeout is the call's deadline; gRPC has no per-attempt timeout, so each attempt may wait until it".into());
+        imported.notes.push(format!(
+            "timeout {timeout} is the call's deadline; attempt_timeout = \"none\": gRPC has no per-attempt timeout, so each attempt may wait until the deadline"
+        ));
     }
     if let Some(hedging) = entry.get("hedgingPolicy") {
         if entry.contains_key("retryPolicy") {
@@ -320,6 +358,11 @@ fn read_method_config(
         statuses.iter().copied().collect::<StatusSet>()
     ));
     imported.retryable_statuses = Some(statuses);
+    // A reset stream or a refused connection fails an attempt with UNAVAILABLE.
+    if !codes.contains(&"UNAVAILABLE") {
+        imported.retryable_transport_errors = Some(vec![TransportError::Timeout]);
+        imported.notes.push("UNAVAILABLE is not retryable, so neither is a reset or a refused connection (gRPC fails such an attempt with UNAVAILABLE)".into());
+    }
     Ok(())
 }
 

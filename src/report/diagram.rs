@@ -118,13 +118,17 @@ fn sends(policy: &CallerPolicy) -> String {
     let tries = policy.max_attempts + 1;
     let deadline = match policy.deadline {
         Deadline::Propagate => "deadline passed on".to_string(),
+        Deadline::PropagateAtMost(budget) => format!("deadline passed on, ≤ {}", Duration(budget)),
         Deadline::Budget(budget) => format!("{} budget", Duration(budget)),
         Deadline::Unbounded => "no deadline".to_string(),
     };
+    let timeout = match crate::model::attempt_timeout_text(policy.attempt_timeout).as_str() {
+        "none" => "no attempt timeout".to_string(),
+        timeout => format!("{timeout} timeout"),
+    };
     format!(
-        "≤ {tries} send{}, {} timeout, {deadline}",
+        "≤ {tries} send{}, {timeout}, {deadline}",
         if tries == 1 { "" } else { "s" },
-        Duration(policy.attempt_timeout)
     )
 }
 

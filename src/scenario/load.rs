@@ -347,37 +347,69 @@ impl<'a> Source<'a> {
         Ok(scenario)
     }
 
-    /// Replaces each policy's `import` by the settings of the config it names (read relative
-    /// to the scenario file), keeping the settings the policy writes itself.
+    /// Replaces each policy's and each tier's `import` by the settings of the config it names
+    /// (read relative to the scenario file), keeping the settings the table writes itself. An
+    /// error names the config, the field in it, and the `import` it came from.
     fn import_configs(&self, scenario: &mut Scenario) -> Result<(), ScenarioError> {
-        if scenario.policy.iter().all(|policy| policy.import.is_none()) {
+        let tier_imports = scenario.service.iter().any(|service| {
+            service
+                .get_ref()
+                .retry
+                .as_ref()
+                .is_some_and(|retry| retry.get_ref().import.is_some())
+        });
+        if !tier_imports && scenario.policy.iter().all(|policy| policy.import.is_none()) {
             return Ok(());
         }
         let raw: toml::Table = toml::from_str(&self.edited).unwrap_or_default();
-        let tables = raw.get("policy").and_then(toml::Value::as_array);
-        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        let tables = |name: &str| raw.get(name).and_then(toml::Value::as_array);
+        let keys = |table: Option<&toml::Value>| -> Vec<String> {
+            table
+                .and_then(toml::Value::as_table)
+                .map(|table| table.keys().cloned().collect())
+                .unwrap_or_default()
+        };
         for (index, policy) in scenario.policy.iter_mut().enumerate() {
             let Some(import) = policy.import.take() else {
                 continue;
             };
-            let written: Vec<String> = tables
-                .and_then(|tables| tables.get(index))
-                .and_then(toml::Value::as_table)
-                .map(|table| table.keys().cloned().collect())
-                .unwrap_or_default();
-            let path = folder.join(import.get_ref());
-            let imported =
-                crate::import::import_file(&path, policy.import_method.take().as_deref()).map_err(
-                    |error| {
-                        self.error_at(
-                            import.span(),
-                            &format!("import {:?}: {error}", import.get_ref()),
-                        )
-                    },
-                )?;
+            let written = keys(tables("policy").and_then(|tables| tables.get(index)));
+            let imported = self.import_config(&import, policy.import_method.take())?;
             imported.apply(policy, &written);
         }
+        for (index, service) in scenario.service.iter_mut().enumerate() {
+            let Some(retry) = service.get_mut().retry.as_mut() else {
+                continue;
+            };
+            let retry = retry.get_mut();
+            let Some(import) = retry.import.take() else {
+                continue;
+            };
+            let written = keys(
+                tables("service")
+                    .and_then(|tables| tables.get(index))
+                    .and_then(|table| table.get("retry")),
+            );
+            let imported = self.import_config(&import, retry.import_method.take())?;
+            imported.apply_to_call(retry, &written);
+        }
         Ok(())
+    }
+
+    /// Reads the config an `import` names, relative to the scenario file.
+    fn import_config(
+        &self,
+        import: &toml::Spanned<String>,
+        method: Option<String>,
+    ) -> Result<crate::import::Imported, ScenarioError> {
+        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        let path = folder.join(import.get_ref());
+        crate::import::import_file(&path, method.as_deref()).map_err(|error| {
+            self.error_at(
+                import.span(),
+                &format!("import {:?}: {error}", import.get_ref()),
+            )
+        })
     }
 
     /// The error for a byte range of the edited text.

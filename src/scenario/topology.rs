@@ -8,7 +8,8 @@
 //! than [`MAX_ATTEMPTS_PER_OPERATION`] attempts on one service for one user operation.
 //!
 //! After the checks, [`resolve_defaults`] writes out what a calling service takes by default
-//! (its retry policy and failure status), so the resolved scenario shows everything.
+//! (its failure status, and, without a `retry` table, calls that are never retried and wait as
+//! long as their caller), so the resolved scenario shows everything.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -98,7 +99,7 @@ pub(super) fn validate_topology(
                     ),
                 ));
             }
-            if retry.attempt_timeout.micros() == 0 {
+            if retry.attempt_timeout == super::AttemptTimeout::After(crate::time::Duration(0)) {
                 return Err((spanned.span(), "attempt_timeout must be above zero".into()));
             }
             super::validate::validate_controls(&retry.controls)?;
@@ -325,9 +326,7 @@ fn check_amplification(
             .get_ref()
             .retry
             .as_ref()
-            .map_or(defaults::call_max_attempts().get(), |retry| {
-                retry.get_ref().max_attempts.get()
-            }) as f64
+            .map_or(0, |retry| retry.get_ref().max_attempts.get()) as f64
             + 1.0
     };
     // Calls form a DAG; worst[s] is the most attempts on s per user operation.
@@ -398,7 +397,7 @@ pub(super) fn resolve_defaults(scenario: &mut Scenario) {
         }
         service
             .retry
-            .get_or_insert_with(|| Spanned::new(0..0, defaults::call_retry()));
+            .get_or_insert_with(|| Spanned::new(0..0, defaults::no_call_retry()));
         service
             .failure_status
             .get_or_insert_with(|| Spanned::new(0..0, Bounded(503)));

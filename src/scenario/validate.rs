@@ -108,8 +108,9 @@ pub fn longest_operation(scenario: &Scenario, policy: &Policy) -> u64 {
         .unwrap_or(0);
     let timeout = policy
         .attempt_timeout
-        .unwrap_or(clients.attempt_timeout)
-        .micros();
+        .map_or(clients.attempt_timeout.micros(), |timeout| {
+            timeout.limit_micros()
+        });
     let retries = policy.max_attempts.get();
     let sends = (retries + 1).max(
         policy
@@ -357,11 +358,20 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
             ));
         }
         if policy.deadline.is_some_and(|d| d.micros() == 0)
-            || policy.attempt_timeout.is_some_and(|t| t.micros() == 0)
+            || policy.attempt_timeout
+                == Some(super::AttemptTimeout::After(crate::time::Duration(0)))
         {
             return Err((
                 policy.name.span(),
                 format!("policy {name:?}: deadline and attempt_timeout must be above zero"),
+            ));
+        }
+        if policy.ignore_deadline && policy.attempt_timeout == Some(super::AttemptTimeout::None) {
+            return Err((
+                policy.name.span(),
+                format!(
+                    "policy {name:?}: ignore_deadline with attempt_timeout = \"none\" leaves an attempt that gets no answer waiting forever; give attempt_timeout a duration"
+                ),
             ));
         }
         validate_controls(&policy.controls)?;

@@ -12,7 +12,7 @@ use retrystorm::model::{Deadline, Model};
 use retrystorm::retry_after::RetryAfterMode;
 use retrystorm::scenario::load;
 
-use crate::support::assert_contains;
+use crate::support::{assert_contains, model_importing};
 
 /// Every config in `scenarios/configs/` imports, and `retrystorm import`'s table for it reads
 /// back as a valid policy.
@@ -69,7 +69,8 @@ fn a_grpc_service_config_maps_to_its_clients_behaviour() {
         [429, 502, 503, 504]
     );
     assert_eq!(policy.deadline, Deadline::Budget(2_000_000));
-    assert_eq!(policy.attempt_timeout, 2_000_000);
+    // gRPC has no per-attempt timeout: an attempt may last the whole deadline.
+    assert_eq!(policy.attempt_timeout, retrystorm::time::Micros::MAX);
     assert_eq!(
         policy.controls[0].config,
         ControlConfig::GrpcThrottling(GrpcThrottlingConfig {
@@ -133,25 +134,10 @@ fn a_grpc_hedging_policy_maps_to_hedging() {
     assert_eq!(policy.retry_after, RetryAfterMode::Pushback);
 }
 
-/// The model of a scenario whose one policy imports `config`.
+/// The model of a scenario whose one policy imports `config`, from `scenarios/configs/`.
 fn model_of(config: &str) -> Model {
-    let folder = std::env::temp_dir().join(format!("retrystorm-import-{config}"));
-    std::fs::create_dir_all(&folder).unwrap();
-    std::fs::copy(
-        Path::new("scenarios/configs").join(config),
-        folder.join(config),
-    )
-    .unwrap();
-    let scenario = folder.join("s.toml");
-    std::fs::write(
-        &scenario,
-        format!(
-            "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n[[policy]]\nname = \"imported\"\nimport = \"{config}\"\n"
-        ),
-    )
-    .unwrap();
-    let scenario = load(&scenario, &[]).unwrap_or_else(|error| panic!("{error}"));
-    Model::new(&scenario, &scenario.policy[0])
+    let text = std::fs::read_to_string(Path::new("scenarios/configs").join(config)).unwrap();
+    model_importing(config, &text)
 }
 
 /// Settings written in the policy win over the imported ones: a team can ask "what would a
@@ -268,10 +254,11 @@ fn unmodelled_settings_are_refused_by_name() {
         ],
     );
     assert_contains(
-        &envoy("retry_policy:\n  retry_on: retriable-4xx\n"),
+        &envoy("retry_policy:\n  retry_on: reset-before-request\n"),
         &[
             "retry_policy.retry_on",
-            "does not retry timeouts and resets",
+            "reset-before-request",
+            "not simulated",
         ],
     );
     assert_contains(

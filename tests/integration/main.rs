@@ -22,6 +22,7 @@ mod run_command;
 mod scenario_errors;
 mod support;
 mod sweep_command;
+mod tier_policies;
 mod topologies;
 mod topology_errors;
 mod upstream_behaviours;

@@ -1,8 +1,9 @@
 //! Helpers shared by the integration tests.
 
 use retrystorm::engine::{AttemptRecord, Observer};
+use retrystorm::model::Model;
 use retrystorm::run::{ScenarioRun, run_scenario};
-use retrystorm::scenario::{Scenario, load_str};
+use retrystorm::scenario::{Scenario, load, load_str};
 
 /// Every `scenarios/*.toml`, in name order.
 pub fn bundled_scenario_paths() -> Vec<std::path::PathBuf> {
@@ -76,4 +77,22 @@ pub fn assert_contains(message: &str, parts: &[&str]) {
 /// The relative difference of `measured` from `expected`.
 pub fn relative_error(measured: f64, expected: f64) -> f64 {
     (measured - expected).abs() / expected
+}
+
+/// The model of a one-upstream scenario whose one policy imports `config` (the text of a
+/// client config, written next to the scenario as `name`).
+pub fn model_importing(name: &str, config: &str) -> Model {
+    let folder = std::env::temp_dir().join(format!("retrystorm-import-{name}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join(name), config).unwrap();
+    let path = folder.join("s.toml");
+    std::fs::write(
+        &path,
+        format!(
+            "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n[[policy]]\nname = \"imported\"\nimport = \"{name}\"\n"
+        ),
+    )
+    .unwrap();
+    let scenario = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
+    Model::new(&scenario, &scenario.policy[0])
 }

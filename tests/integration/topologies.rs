@@ -247,7 +247,8 @@ fn a_caller_with_too_few_workers_queues_at_the_rate_littles_law_gives() {
 
 /// A three-tier topology whose middle tier crashes: its in-service requests are reset while
 /// their calls to the db are still out. Those calls run on and their answers find nobody; every
-/// user operation still ends, and the db's books balance.
+/// user operation still ends, and the db's books balance. The edge retries with the article's
+/// settings (`retry = {}`), so the operations outlive the crash.
 #[test]
 fn a_crashed_tier_orphans_its_downstream_calls_harmlessly() {
     let text = r#"
@@ -262,6 +263,7 @@ name = "edge"
 workers = 400
 service_time = "1ms"
 calls = ["api"]
+retry = {}
 [[service]]
 name = "api"
 workers = 400

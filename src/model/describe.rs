@@ -1,0 +1,235 @@
+//! Every caller's effective retry policy, in words: what `check`, the terminal summary of `run`
+//! and `report.html` show, so that nothing a run assumes is silent.
+//!
+//! A caller is the user clients under one `[[policy]]`, or a service calling the next (a tier).
+//! A tier without a `retry` table never retries; one with a table takes the article's settings
+//! for what it does not write; an imported config fills in what it fixes. Which of these a
+//! tier got is easy to miss in a file, so each caller's policy is described from the model the
+//! engine runs ([`CallerPolicy`]), never from the file: attempts, backoff and jitter, the
+//! Retry-After handling, what is retried (failures without a response, statuses), the attempt
+//! timeout and deadline, and the controls.
+
+use std::fmt;
+
+use super::{CallerPolicy, Deadline, Model};
+use crate::backoff::JitterStrategy;
+use crate::scenario::{Scenario, TransportError};
+use crate::time::{Duration, Micros};
+
+/// A caller's policy in words, one field per aspect (the report's columns).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyText {
+    /// Retries (or hedging): `none`, `3 (up to 4 sends)`, `hedging: 3 attempts, 50ms apart`.
+    pub retries: String,
+    /// The backoff and its jitter (`-` without retries, or with hedging).
+    pub backoff: String,
+    /// How Retry-After is treated (`-` without retries or hedging).
+    pub retry_after: String,
+    /// What may be retried: failures without a response, then statuses (`-` without retries
+    /// or hedging).
+    pub retries_on: String,
+    /// The attempt timeout: a duration, or `none`.
+    pub attempt_timeout: String,
+    /// The deadline: a duration, `propagated` or `none`.
+    pub deadline: String,
+    /// The controls, or `none`.
+    pub controls: String,
+}
+
+impl fmt::Display for PolicyText {
+    /// One line: `retries 3 (up to 4 sends); backoff ...; retries on ...; ...`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "retries {}", self.retries)?;
+        if self.backoff != "-" {
+            write!(f, "; backoff {}", self.backoff)?;
+        }
+        if self.retries_on != "-" {
+            write!(
+                f,
+                "; Retry-After {}; retries on {}",
+                self.retry_after, self.retries_on
+            )?;
+        }
+        write!(
+            f,
+            "; attempt timeout {}, deadline {}; controls {}",
+            self.attempt_timeout, self.deadline, self.controls
+        )
+    }
+}
+
+impl CallerPolicy {
+    /// The policy in words.
+    pub fn text(&self) -> PolicyText {
+        let retries = match (self.hedging, self.max_attempts) {
+            (Some(hedging), _) => format!(
+                "hedging: {} attempts, {} apart",
+                hedging.max_attempts,
+                Duration(hedging.delay)
+            ),
+            (None, 0) => "none".to_string(),
+            (None, retries) => format!("{retries} (up to {} sends)", retries + 1),
+        };
+        let repeats = self.hedging.is_some() || self.max_attempts > 0;
+        let backoff = if self.hedging.is_none() && repeats {
+            format!(
+                "{} ms to {} ms, x{}, {} jitter",
+                self.base_ms,
+                self.cap_ms,
+                self.multiplier,
+                match self.jitter.name() {
+                    "none" => "no",
+                    name => name,
+                }
+            )
+        } else {
+            "-".to_string()
+        };
+        let mut retries_on: Vec<String> = self
+            .retryable_transport
+            .iter()
+            .map(|error| {
+                match error {
+                    TransportError::Timeout => "timeouts",
+                    TransportError::Reset => "resets",
+                    TransportError::Refused => "refused connections",
+                }
+                .to_string()
+            })
+            .collect();
+        if self.retryable.iter().next().is_some() {
+            retries_on.push(self.retryable.to_string());
+        }
+        let deadline = match self.deadline {
+            Deadline::Budget(budget) => Duration(budget).to_string(),
+            Deadline::Propagate => "propagated".into(),
+            Deadline::PropagateAtMost(budget) => {
+                format!("propagated, at most {}", Duration(budget))
+            }
+            Deadline::Unbounded => "none".into(),
+        };
+        let controls: Vec<String> = self.controls.iter().map(|c| c.to_string()).collect();
+        // A caller that never repeats a call retries on nothing, whatever its settings say.
+        let (retry_after, retries_on) = match (repeats, retries_on.is_empty()) {
+            (false, _) => ("-".to_string(), "-".to_string()),
+            (true, true) => (self.retry_after.name().to_string(), "nothing".to_string()),
+            (true, false) => (self.retry_after.name().to_string(), retries_on.join(", ")),
+        };
+        PolicyText {
+            retries,
+            backoff,
+            retry_after,
+            retries_on,
+            attempt_timeout: attempt_timeout_text(self.attempt_timeout),
+            deadline,
+            controls: if controls.is_empty() {
+                "none".to_string()
+            } else {
+                controls.join("; ")
+            },
+        }
+    }
+}
+
+/// An attempt timeout as a scenario writes it: a duration, or `none`.
+pub fn attempt_timeout_text(micros: Micros) -> String {
+    if micros == Micros::MAX {
+        "none".to_string()
+    } else {
+        Duration(micros).to_string()
+    }
+}
+
+/// One caller of a model: who calls whom, and how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallerText {
+    /// `clients -> edge` or `edge -> api, cache`.
+    pub calls: String,
+    /// The caller is a service calling others (else the user clients).
+    pub tier: bool,
+    /// A tier: the status it answers when a call fails for good.
+    pub failure_status: Option<u16>,
+    /// Its policy.
+    pub policy: PolicyText,
+}
+
+impl CallerText {
+    /// `edge -> api: retries ...`, and for a tier what it answers when a call fails for good.
+    pub fn line(&self) -> String {
+        match self.failure_status {
+            Some(status) => format!(
+                "{}: {}; answers {status} when a call fails for good",
+                self.calls, self.policy
+            ),
+            None => format!("{}: {}", self.calls, self.policy),
+        }
+    }
+}
+
+impl Model {
+    /// Every caller of this model: the user clients, then each service that calls others,
+    /// in the file's order.
+    pub fn callers(&self) -> Vec<CallerText> {
+        let users = CallerText {
+            calls: format!("clients -> {}", self.entry_service().name),
+            tier: false,
+            failure_status: None,
+            policy: self.users.policy.text(),
+        };
+        let tiers = self.services.iter().filter_map(|service| {
+            let policy = service.downstream.as_ref()?;
+            let callees: Vec<&str> = service
+                .calls
+                .iter()
+                .map(|&callee| self.services[usize::from(callee)].name.as_str())
+                .collect();
+            Some(CallerText {
+                calls: format!("{} -> {}", service.name, callees.join(", ")),
+                tier: true,
+                failure_status: Some(service.failure_status),
+                policy: policy.text(),
+            })
+        });
+        [users].into_iter().chain(tiers).collect()
+    }
+}
+
+/// Every caller's policy in a scenario, as lines to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectivePolicies {
+    /// Each `[[policy]]`'s clients: `policy "NAME": clients -> edge: retries ...`.
+    pub clients: Vec<String>,
+    /// Each tier as the file sets it (`edge -> api: retries none; ...`), then each tier a
+    /// policy's `overrides` change, under the policy's name.
+    pub tiers: Vec<String>,
+}
+
+/// The policies of every caller of `scenario`, for `check` and the terminal summary of `run`.
+pub fn effective_policies(scenario: &Scenario) -> EffectivePolicies {
+    let models: Vec<(&str, Model)> = scenario
+        .policy
+        .iter()
+        .map(|policy| (policy.name.get_ref().as_str(), Model::new(scenario, policy)))
+        .collect();
+    let clients = models
+        .iter()
+        .map(|(name, model)| format!("policy {name:?}: {}", model.callers()[0].line()))
+        .collect();
+    // The tiers as the file sets them: the model of a policy without overrides.
+    let mut plain = scenario.policy[0].clone();
+    plain.overrides = crate::scenario::Overrides::default();
+    let base: Vec<CallerText> = Model::new(scenario, &plain)
+        .callers()
+        .into_iter()
+        .filter(|caller| caller.tier)
+        .collect();
+    let mut tiers: Vec<String> = base.iter().map(CallerText::line).collect();
+    for (name, model) in &models {
+        for (tier, plain) in model.callers().iter().filter(|c| c.tier).zip(&base) {
+            if tier != plain {
+                tiers.push(format!("policy {name:?} overrides {}", tier.line()));
+            }
+        }
+    }
+    EffectivePolicies { clients, tiers }
+}
