@@ -14,11 +14,11 @@ use super::analysis::{Edge, Effect, Identical, edges, effect, intervals_overlap,
 use super::report::{Aggregate, aggregate_text, meets};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
 use crate::charts::heatmap::Layout;
-use crate::metrics::{Better, Metric, metric};
+use crate::metrics::{Better, NamedMetric};
 use crate::scenario::Policy;
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
-/// requirements and `--minimize` name: the peak load during and after the incident (a
+/// requirements and `--minimize` (or `--maximize`) name: the peak load during and after the incident (a
 /// synchronised herd shows in the second) and the recovery.
 pub const ALWAYS_DRAWN: [&str; 3] = ["peak_incident_rps", "peak_after_rps", "recovery_s"];
 
@@ -33,14 +33,14 @@ pub struct Verdict {
     pub meeting: Vec<usize>,
     /// The recommended point or, if none meets the requirements, the closest.
     pub chosen: Option<usize>,
-    /// The metrics of the front: the minimised one first, then the requirements', each once;
-    /// not those with no better direction.
-    pub front_metrics: Vec<&'static Metric>,
+    /// The metrics of the front: the optimised one first (better the way it is optimised),
+    /// then the requirements', each once; not those with no better direction.
+    pub front_metrics: Vec<NamedMetric>,
     /// The Pareto front, among the meeting points (all points if none meets them), in order of
     /// the first of `front_metrics`, best first.
     pub front: Vec<usize>,
     /// The metrics drawn as heatmaps (none if the grid cannot be drawn).
-    pub heatmaps: Vec<&'static Metric>,
+    pub heatmaps: Vec<NamedMetric>,
 }
 
 /// Decimals that write `value` in six significant digits: none from 100,000 up, six below 1.
@@ -208,13 +208,16 @@ pub(super) fn recommendation(
             requirements.join(", ")
         }
     );
-    let _ = writeln!(
-        text,
-        "minimise: {}",
-        prepared
-            .minimize
-            .unwrap_or("nothing (first point that meets the requirements)")
-    );
+    let _ = match &prepared.objective {
+        Some(metric) if metric.better == Better::Higher => {
+            writeln!(text, "maximise: {}", metric.name)
+        }
+        Some(metric) => writeln!(text, "minimise: {}", metric.name),
+        None => writeln!(
+            text,
+            "minimise: nothing (first point that meets the requirements)"
+        ),
+    };
     let points = spec.point_count();
     let seeds = prepared.seeds.len();
     let meeting: Vec<usize> = (0..points)
@@ -226,18 +229,18 @@ pub(super) fn recommendation(
         meeting.len(),
         if seeds == 1 { "" } else { "s" }
     );
-    // Meeting points by the metric to minimise, best first, ties in grid order.
-    let ranked: Vec<usize> = match prepared.minimize {
+    // Meeting points by the metric to optimise, best first, ties in grid order.
+    let ranked: Vec<usize> = match &prepared.objective {
         Some(metric) => {
+            let mean = |point: usize| aggregate.mean(point, &metric.name);
             let mut ranked: Vec<usize> = meeting
                 .iter()
                 .copied()
-                .filter(|&point| !aggregate.mean(point, metric).is_nan())
+                .filter(|&point| !mean(point).is_nan())
                 .collect();
-            ranked.sort_by(|&a, &b| {
-                aggregate
-                    .mean(a, metric)
-                    .total_cmp(&aggregate.mean(b, metric))
+            ranked.sort_by(|&a, &b| match metric.better {
+                Better::Higher => mean(b).total_cmp(&mean(a)),
+                Better::Lower | Better::Neither => mean(a).total_cmp(&mean(b)),
             });
             ranked
         }
@@ -253,7 +256,7 @@ pub(super) fn recommendation(
             spec.describe_point(best),
             objective_text(prepared, aggregate, best)
         );
-        if let Some(metric) = prepared.minimize {
+        if let Some(metric) = &prepared.objective {
             match ranked.iter().find(|&&point| !identical.same(point, best)) {
                 Some(&runner_up) => {
                     let _ = writeln!(
@@ -311,7 +314,7 @@ pub(super) fn recommendation(
             .iter()
             .map(|metric| metric.better)
             .collect::<Vec<_>>(),
-        |point, index| aggregate.mean(point, front_metrics[index].name),
+        |point, index| aggregate.mean(point, &front_metrics[index].name),
     );
     text.push('\n');
     front_section(
@@ -343,14 +346,14 @@ pub(super) fn recommendation(
     ))
 }
 
-/// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to minimise and the
+/// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to optimise and the
 /// half width of its 95% interval; empty without one.
 fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> String {
-    let Some(metric) = prepared.minimize else {
+    let Some(metric) = &prepared.objective else {
         return String::new();
     };
-    let (mean, half_width) = aggregate.interval(point, metric);
-    let mut text = format!(" ({metric} {}", aggregate_text(mean));
+    let (mean, half_width) = aggregate.interval(point, &metric.name);
+    let mut text = format!(" ({} {}", metric.name, aggregate_text(mean));
     if !half_width.is_nan() {
         let _ = write!(text, " ± {}", aggregate_text(half_width));
     }
@@ -359,15 +362,16 @@ fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize)
 }
 
 /// Whether the seeds tell the recommended point from the runner-up: a line when their 95%
-/// intervals of the metric to minimise are apart, a warning when they overlap or are missing.
+/// intervals of the metric to optimise are apart, a warning when they overlap or are missing.
 fn compare(
     aggregate: &Aggregate,
-    metric: &str,
+    objective: &NamedMetric,
     (best, runner_up): (usize, usize),
     seeds: usize,
     text: &mut String,
     warnings: &mut Vec<String>,
 ) {
+    let metric = objective.name.as_str();
     let (a, b) = (
         aggregate.interval(best, metric),
         aggregate.interval(runner_up, metric),
@@ -384,7 +388,12 @@ fn compare(
         Some(false) if a.0.is_finite() && b.0.is_finite() => {
             let _ = writeln!(
                 text,
-                "confidence: point {best} has the lower {metric} with {seeds_text}: the 95% intervals do not overlap ({} and {})",
+                "confidence: point {best} has the {} {metric} with {seeds_text}: the 95% intervals do not overlap ({} and {})",
+                if objective.better == Better::Higher {
+                    "higher"
+                } else {
+                    "lower"
+                },
                 range(a),
                 range(b)
             );
@@ -396,18 +405,20 @@ fn compare(
     }
 }
 
-/// The metrics of the front: the minimised one first, then each requirement's, once each, but
+/// The metrics of the front: the optimised one first (better the way it is optimised, which
+/// a metric without a direction takes from the flag), then each requirement's, once each, but
 /// not one without a better direction (nothing dominates in it).
-fn front_metrics(prepared: &PreparedSweep) -> Vec<&'static Metric> {
-    let mut metrics: Vec<&'static Metric> = Vec::new();
-    let named = prepared
-        .minimize
-        .into_iter()
-        .chain(prepared.requirements.iter().map(|r| r.metric));
-    for name in named {
-        let metric = metric(name).expect("a known metric");
-        if metric.better != Better::Neither && !metrics.iter().any(|m| m.name == name) {
-            metrics.push(metric);
+fn front_metrics(prepared: &PreparedSweep) -> Vec<NamedMetric> {
+    let mut metrics: Vec<NamedMetric> = Vec::new();
+    let named = prepared.objective.iter().chain(
+        prepared
+            .requirements
+            .iter()
+            .map(|requirement| prepared.column(&requirement.metric)),
+    );
+    for metric in named {
+        if metric.better != Better::Neither && !metrics.iter().any(|m| m.name == metric.name) {
+            metrics.push(metric.clone());
         }
     }
     metrics
@@ -418,7 +429,7 @@ fn front_metrics(prepared: &PreparedSweep) -> Vec<&'static Metric> {
 fn front_section(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
-    (metrics, front): (&[&'static Metric], &[usize]),
+    (metrics, front): (&[NamedMetric], &[usize]),
     (meeting, chosen, identical): (usize, Option<usize>, &Identical),
     text: &mut String,
 ) {
@@ -499,9 +510,9 @@ fn front_section(
     for metric in metrics {
         let means: Vec<f64> = shown
             .iter()
-            .map(|&point| aggregate.mean(point, metric.name))
+            .map(|&point| aggregate.mean(point, &metric.name))
             .collect();
-        columns.push(Column::numbers(metric.name, &means));
+        columns.push(Column::numbers(&metric.name, &means));
     }
     columns.push(Column::text(
         "identical",
@@ -521,7 +532,7 @@ fn front_section(
 fn sensitivity_section(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
-    metrics: &[&'static Metric],
+    metrics: &[NamedMetric],
     text: &mut String,
 ) {
     let spec = &prepared.spec;
@@ -545,7 +556,7 @@ fn sensitivity_section(
         .map(|&axis| {
             metrics
                 .iter()
-                .map(|metric| effect(spec, axis, |point| aggregate.mean(point, metric.name)))
+                .map(|metric| effect(spec, axis, |point| aggregate.mean(point, &metric.name)))
                 .collect()
         })
         .collect();
@@ -593,7 +604,7 @@ fn sensitivity_section(
             .map(|&index| effects[index][metric_index])
             .collect();
         let ranges: Vec<f64> = of_metric.iter().map(|effect| effect.mean_range).collect();
-        let mut column = Column::numbers(metric.name, &ranges);
+        let mut column = Column::numbers(&metric.name, &ranges);
         for (cell, effect) in column.cells.iter_mut().zip(&of_metric) {
             if effect.combinations < effect.of && effect.combinations > 0 {
                 let _ = write!(cell, " ({} of {})", effect.combinations, effect.of);
@@ -674,9 +685,9 @@ fn identical_section(prepared: &PreparedSweep, identical: &[Vec<usize>], text: &
 fn heatmap_section(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
-    front_metrics: &[&'static Metric],
+    front_metrics: &[NamedMetric],
     text: &mut String,
-) -> Vec<&'static Metric> {
+) -> Vec<NamedMetric> {
     if Layout::of(&prepared.spec).is_none() {
         let _ = writeln!(
             text,
@@ -684,22 +695,27 @@ fn heatmap_section(
         );
         return Vec::new();
     }
-    let mut wanted: Vec<&'static Metric> = front_metrics.to_vec();
+    let mut wanted: Vec<NamedMetric> = front_metrics.to_vec();
     for name in prepared
         .requirements
         .iter()
-        .map(|requirement| requirement.metric)
+        .map(|requirement| requirement.metric.as_str())
         .chain(ALWAYS_DRAWN)
     {
         if !wanted.iter().any(|metric| metric.name == name) {
-            wanted.push(metric(name).expect("a known metric"));
+            wanted.push(prepared.column(name).clone());
         }
     }
     let points = prepared.spec.point_count();
-    let (drawn, constant): (Vec<&'static Metric>, Vec<&'static Metric>) =
+    let (drawn, constant): (Vec<NamedMetric>, Vec<NamedMetric>) =
         wanted.into_iter().partition(|metric| {
-            let first = aggregate.mean(0, metric.name);
-            (1..points).any(|point| aggregate.mean(point, metric.name).total_cmp(&first).is_ne())
+            let first = aggregate.mean(0, &metric.name);
+            (1..points).any(|point| {
+                aggregate
+                    .mean(point, &metric.name)
+                    .total_cmp(&first)
+                    .is_ne()
+            })
         });
     let names: Vec<String> = drawn.iter().map(|metric| metric.name.to_string()).collect();
     let _ = writeln!(
@@ -716,7 +732,7 @@ fn heatmap_section(
             text,
             "  {} is {} at every point: no heatmap",
             metric.name,
-            short(aggregate.mean(0, metric.name))
+            short(aggregate.mean(0, &metric.name))
         );
     }
     drawn
@@ -774,7 +790,7 @@ fn closest(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) -
             .requirements
             .iter()
             .filter_map(|requirement| {
-                let value = aggregate.mean(point, requirement.metric);
+                let value = aggregate.mean(point, &requirement.metric);
                 let shortfall = requirement.shortfall(value);
                 (shortfall > 0.0).then(|| (requirement.to_string(), value, shortfall))
             })
@@ -832,6 +848,7 @@ mod tests {
             policy: "tuned".into(),
             requirements: vec![requirement.into()],
             minimize: Some("p99_ms".into()),
+            maximize: None,
         }
         .prepare()
         .unwrap()

@@ -3,8 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metrics::metric_names;
-use crate::suggest::did_you_mean;
+use crate::metrics::check_name;
 
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,26 +53,17 @@ impl Comparison {
     }
 }
 
-/// A metric name checked against the summary's metrics.
-pub fn metric_name(name: &str) -> Result<&'static str, String> {
-    metric_names()
-        .find(|metric| *metric == name)
-        .ok_or_else(|| {
-            let hint = did_you_mean(name, metric_names())
-                .map(|near| format!(" (did you mean `{near}`?)"))
-                .unwrap_or_default();
-            format!(
-                "unknown metric `{name}`{hint}; valid: {}",
-                metric_names().collect::<Vec<_>>().join(", ")
-            )
-        })
+/// A metric name checked as far as it can be without the scenario: a run's metric, or a
+/// service's as `METRIC@SERVICE`, whose service the sweep checks against the scenario.
+pub fn metric_name(name: &str) -> Result<String, String> {
+    check_name(name).map(|()| name.to_string())
 }
 
 /// `METRIC OP VALUE`, evaluated on the mean over a point's seeds.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Requirement {
-    /// The metric.
-    pub metric: &'static str,
+    /// The metric's name (`success_rate`, `amplification@db`).
+    pub metric: String,
     /// How it is compared.
     pub comparison: Comparison,
     /// With what.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use retrystorm::metrics::METRICS;
+use retrystorm::metrics::{METRICS, NamedMetric};
 use retrystorm::sweep::check::check_metrics;
 
 use crate::support::assert_contains;
@@ -627,36 +627,60 @@ fn merge_refuses_rows_whose_metrics_disagree() {
 }
 
 /// The relations `merge` enforces hold in every row of every committed example, whose
-/// scenarios include incidents, status checks, duplicates and unknown results: a change to the
-/// engine that breaks one shows here, not as a shard refused.
+/// scenarios include incidents, status checks, duplicates and unknown results, and topologies
+/// whose services' metrics (from `summary.json`) follow the run's: a change to the engine that
+/// breaks one shows here, not as a shard refused.
 #[test]
 fn every_committed_example_passes_the_checks_merge_makes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("output");
-    let mut rows = 0;
+    let (mut rows, mut services_checked) = (0, 0);
     for entry in std::fs::read_dir(&root).unwrap() {
-        let path = entry.unwrap().path().join("summary.csv");
+        let folder = entry.unwrap().path();
+        let path = folder.join("summary.csv");
         if !path.exists() {
             continue;
         }
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
         let mut reader = csv::Reader::from_path(&path).unwrap();
         let header = reader.headers().unwrap().clone();
         let columns: Vec<usize> = METRICS
             .iter()
             .map(|metric| header.iter().position(|name| name == metric.name).unwrap())
             .collect();
-        for record in reader.records() {
+        for (record, policy) in reader.records().zip(summary.as_array().unwrap()) {
             let record = record.unwrap();
-            let metrics: Vec<String> = columns
+            let mut metrics: Vec<String> = columns
                 .iter()
                 .map(|&column| record[column].to_string())
                 .collect();
+            let services = policy["services"].as_array().cloned().unwrap_or_default();
+            let names: Vec<&str> = services
+                .iter()
+                .map(|service| service["service"].as_str().unwrap())
+                .collect();
+            let named = NamedMetric::all(if names.is_empty() {
+                &["upstream"]
+            } else {
+                &names
+            });
+            for metric in &named[METRICS.len()..] {
+                let (name, service) = metric.name.split_once('@').unwrap();
+                let block = services.iter().find(|block| block["service"] == service);
+                metrics.push(metric.format(block.unwrap()[name].as_f64().unwrap()));
+                services_checked += 1;
+            }
             let line = record.position().unwrap().line();
-            check_metrics(&metrics)
+            check_metrics(&metrics, &named)
                 .unwrap_or_else(|error| panic!("{}:{line}: {error}", path.display()));
             rows += 1;
         }
     }
     assert!(rows >= 30, "{rows} rows");
+    assert!(
+        services_checked >= 100,
+        "{services_checked} service metrics"
+    );
 }
 
 /// A row's grid values are the point's: `merge` rebuilds them from the manifest when it writes
