@@ -328,6 +328,23 @@ impl SweepSpec {
             .join(" ")
     }
 
+    /// The `retrystorm run` command that runs point `point` as the sweep ran it, on the scenario
+    /// file as it is: every `--set` of the sweep and the point's grid values, as the sweep
+    /// applied them (a key of every policy as the tuned policy's, in a scenario of several),
+    /// each quoted for a POSIX shell where it needs to be.
+    pub fn run_command(&self, point: usize) -> String {
+        let mut words = vec![
+            "retrystorm".to_string(),
+            "run".to_string(),
+            shell_word(&self.scenario_path),
+        ];
+        for set in self.overrides(Some(point)) {
+            words.push("--set".to_string());
+            words.push(shell_word(&format!("{}={}", set.key, set.value)));
+        }
+        words.join(" ")
+    }
+
     fn overrides(&self, point: Option<usize>) -> Vec<Override> {
         let names = self.policy_names();
         let tuned = (names.len() > 1)
@@ -574,6 +591,20 @@ impl SweepSpec {
             )));
         }
         Ok(Some(metric))
+    }
+}
+
+/// `word` as a POSIX shell reads it back: as it is if no character of it means anything to a
+/// shell, else in single quotes (a quote inside written `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 

@@ -227,3 +227,68 @@ pub fn metric_value(name: &str, summary: &Summary, services: &[ServiceSummary]) 
         .ok()
         .map(|metric| metric.value(summary, services))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHAIN: [&str; 3] = ["edge", "api", "db"];
+
+    fn refused(name: &str, services: &[&str]) -> String {
+        NamedMetric::resolve(name, services).expect_err(name)
+    }
+
+    /// Every service's metrics follow the run's in a topology, service by service in the
+    /// scenario's order, with the direction and unit of the table; a run of one service has the
+    /// run's metrics alone, so a sweep of a scenario without a topology keeps its columns.
+    #[test]
+    fn a_topology_adds_each_services_metrics_after_the_runs() {
+        let all = NamedMetric::all(&CHAIN);
+        assert_eq!(all.len(), METRICS.len() + 3 * SERVICE_METRICS.len());
+        let start = METRICS.len();
+        assert_eq!(all[start].name, "amplification@edge");
+        assert_eq!(all[start + SERVICE_METRICS.len()].name, "amplification@api");
+        assert_eq!(all.last().unwrap().name, "rejection_work_s@db");
+        let queue = NamedMetric::resolve("peak_queue_len@db", &CHAIN).unwrap();
+        assert_eq!(
+            (queue.unit, queue.better, queue.service()),
+            (Unit::Count, Better::Lower, Some("db"))
+        );
+        assert!(queue.meaning().starts_with("at service db: The longest"));
+        assert_eq!(NamedMetric::all(&["upstream"]).len(), METRICS.len());
+    }
+
+    /// A misspelt service or metric gets the nearest valid name, with the rest of the name
+    /// kept, and a wrong service lists the scenario's; `amplification_db` is read as the
+    /// service's metric it looks like; a service's metric without a service says to name one;
+    /// and a scenario of one service has no service metrics.
+    #[test]
+    fn names_are_checked_with_did_you_mean_for_the_metric_and_the_service() {
+        assert_eq!(
+            refused("amplification@dbb", &CHAIN),
+            "`amplification@dbb`: the scenario has no service `dbb` (did you mean `amplification@db`?); its services: edge, api, db"
+        );
+        assert!(
+            refused("amplificaton@db", &CHAIN).starts_with(
+                "unknown service metric `amplificaton` in `amplificaton@db` (did you mean `amplification@db`?); a service's metrics: amplification, requests, "
+            )
+        );
+        assert!(
+            refused("amplification_db", &CHAIN)
+                .starts_with("unknown metric `amplification_db` (did you mean `amplification@db`?); valid: operations, ")
+        );
+        assert!(refused("sucess_rate", &CHAIN).contains("(did you mean `success_rate`?)"));
+        assert!(
+            refused("shed", &CHAIN)
+                .starts_with("`shed` is a metric of each service: write shed@SERVICE")
+        );
+        assert!(refused("shed@", &CHAIN).starts_with("`shed@` names no service"));
+        assert!(
+            refused("shed@upstream", &["upstream"])
+                .contains("are those of a topology of two services or more")
+        );
+        assert_eq!(direction("served@db"), Some(Better::Neither));
+        assert_eq!(direction("success_rate"), Some(Better::Higher));
+        assert_eq!(direction("nonsense@db"), None);
+    }
+}

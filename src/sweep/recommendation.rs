@@ -332,6 +332,8 @@ pub(super) fn recommendation(
     let heatmaps = heatmap_section(prepared, aggregate, &front_metrics, &mut text);
     if let Some(best) = recommended {
         text.push('\n');
+        reproduce_section(prepared, best, &mut text);
+        text.push('\n');
         snippet(prepared, best, &mut text)?;
     }
     Ok((
@@ -738,24 +740,65 @@ fn heatmap_section(
     drawn
 }
 
-/// The recommended point's `[[policy]]` table. Grid keys of the topology go into its
-/// `overrides`, so that the pasted policy runs against the topology the point ran against;
-/// keys of neither the policy nor the topology (`clients.count`) are named in a comment, as a
-/// policy cannot carry them.
+/// The command that runs the recommended point itself, on the scenario file as it is, and
+/// which of its runs and seeds is the point.
+fn reproduce_section(prepared: &PreparedSweep, point: usize, text: &mut String) {
+    let others: Vec<String> = prepared.seeds[1..]
+        .iter()
+        .map(|seed| format!("--seed {seed}"))
+        .collect();
+    let _ = writeln!(
+        text,
+        "reproduce: point {point} is policy {:?} of this run, on the sweep's first seed ({}){}:\n  {}",
+        prepared.spec.policy,
+        prepared.seeds[0],
+        match others.as_slice() {
+            [] => String::new(),
+            [other] => format!("; {other} runs its other seed"),
+            _ => format!(
+                "; {} runs another of its seeds",
+                listed(&others).replace(" and ", " or ")
+            ),
+        },
+        prepared.spec.run_command(point)
+    );
+}
+
+/// The recommended point's `[[policy]]` table. Keys of the topology, of the grid and of
+/// `--set`, go into its `overrides`, so that the pasted policy runs against the topology the
+/// point ran against (a `--set` the policy overrides itself did not change its run, and stays
+/// out); keys of neither the policy nor the topology (`clients.count`) are named in a comment,
+/// as a policy cannot carry them.
 fn snippet(prepared: &PreparedSweep, point: usize, text: &mut String) -> Result<(), SweepError> {
     let spec = &prepared.spec;
     let scenario = spec.scenario_for(point)?;
     let mut policy = scenario.policy[0].clone();
     let mut elsewhere = Vec::new();
-    for (axis, value) in spec.axes.iter().zip(spec.point_values(point)) {
-        match topology_keys(&scenario, &axis.key) {
+    // `--set` first, so that a grid value of the same key replaces it, as in the sweep.
+    let fixed = spec
+        .fixed
+        .iter()
+        .map(|(key, value)| (key.as_str(), value.as_str(), false));
+    let grid = spec
+        .axes
+        .iter()
+        .zip(spec.point_values(point))
+        .map(|(axis, value)| (axis.key.as_str(), value, true));
+    for (key, value, from_grid) in fixed.chain(grid) {
+        match topology_keys(&scenario, key) {
             Some(keys) => {
                 for key in keys {
-                    policy.overrides.entries.insert(key, toml_value(value));
+                    let entry = policy.overrides.entries.entry(key);
+                    if from_grid {
+                        entry.insert_entry(toml_value(value));
+                    } else {
+                        entry.or_insert_with(|| toml_value(value));
+                    }
                 }
             }
-            None if !axis.key.starts_with("policy.") => {
-                elsewhere.push(format!("{} = {value}", axis.key));
+            None if !key.starts_with("policy.") => {
+                elsewhere.retain(|set: &String| !set.starts_with(&format!("{key} = ")));
+                elsewhere.push(format!("{key} = {value}"));
             }
             None => {}
         }
@@ -831,10 +874,20 @@ mod tests {
     use crate::metrics::{METRICS, format_metric};
     use crate::sweep::SweepSpec;
     use crate::sweep::report::finalize;
+    use std::path::Path;
 
     /// The bundled tuning scenario over `policy.base=50ms,100ms,200ms` x
     /// `policy.max_attempts=1,2` (point = 2 * base index + attempts index), two seeds.
     fn prepared(requirement: &str) -> PreparedSweep {
+        prepared_to(requirement, Some("p99_ms"), None)
+    }
+
+    /// As [`prepared`], minimising or maximising the metrics given.
+    fn prepared_to(
+        requirement: &str,
+        minimize: Option<&str>,
+        maximize: Option<&str>,
+    ) -> PreparedSweep {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tuning.toml");
         SweepSpec {
             scenario_path: path.display().to_string(),
@@ -847,8 +900,8 @@ mod tests {
             seeds: 2,
             policy: "tuned".into(),
             requirements: vec![requirement.into()],
-            minimize: Some("p99_ms".into()),
-            maximize: None,
+            minimize: minimize.map(String::from),
+            maximize: maximize.map(String::from),
         }
         .prepare()
         .unwrap()
@@ -917,7 +970,8 @@ mod tests {
     #[test]
     fn the_recommendation_explains_itself_with_values_known_in_closed_form() {
         let (_, text) = finalize(&prepared("success_rate>=0.9"), &rows(), &[]).unwrap();
-        let (explained, snippet) = text.split_once("# Paste into a scenario:\n").unwrap();
+        let (explained, reproduce) = text.split_once("reproduce: ").unwrap();
+        let (reproduce, snippet) = reproduce.split_once("# Paste into a scenario:\n").unwrap();
         assert_eq!(
             explained,
             "\
@@ -947,6 +1001,16 @@ heatmaps (yellow is the better end of each): p99_ms, success_rate, peak_incident
   peak_after_rps is 0 at every point: no heatmap
 
 "
+        );
+        // The command runs the point on the scenario's own seed, the first of the sweep's.
+        assert_eq!(
+            reproduce,
+            format!(
+                "point 4 is policy \"tuned\" of this run, on the sweep's first seed (7); --seed 7191089600892374487 runs its other seed:\n  retrystorm run {} --set policy.base=200ms --set policy.max_attempts=1\n\n",
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("scenarios/tuning.toml")
+                    .display()
+            )
         );
         // The snippet carries the point's values, where the scenario has 100ms and 3.
         assert!(snippet.contains("base = \"200ms\"\n"), "{snippet}");
@@ -979,6 +1043,56 @@ point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
         assert!(text.starts_with(expected_start), "{text}");
         assert!(!text.contains("runner-up"), "{text}");
         assert!(!text.contains("[[policy]]"), "{text}");
+    }
+
+    /// `--maximize success_rate` recommends the point with the highest mean success: points 3
+    /// and 5 (identical) at 0.99, the first of them, with point 4 (0.97) the runner-up, as the
+    /// front's first metric, better higher. `--minimize success_rate` is refused with the flag
+    /// to use, as `--maximize p99_ms` is: on main `--minimize success_rate` recommended the
+    /// point of the lowest success, and `--maximize` did not exist.
+    #[test]
+    fn maximise_recommends_the_highest_mean_and_a_direction_against_the_metric_is_refused() {
+        let maximised = prepared_to("success_rate>=0.9", None, Some("success_rate"));
+        let (_, text) = finalize(&maximised, &rows(), &[]).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "maximise: success_rate");
+        assert!(
+            lines[3].starts_with(
+                "recommended: point 3: policy.base=100ms policy.max_attempts=2 (success_rate 0.990000"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines[4].starts_with(
+                "runner-up: point 4: policy.base=200ms policy.max_attempts=1 (success_rate 0.970000"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("over success_rate (higher is better): "),
+            "{text}"
+        );
+        let refuse = |minimize: Option<&str>, maximize: Option<&str>| {
+            let spec = SweepSpec {
+                minimize: minimize.map(String::from),
+                maximize: maximize.map(String::from),
+                ..maximised.spec.clone()
+            };
+            spec.prepare().unwrap_err().to_string()
+        };
+        assert_eq!(
+            refuse(Some("success_rate"), None),
+            "--minimize success_rate: higher is better for success_rate (Operations that succeeded, as a share of those started), so --minimize would recommend the worst point; use --maximize success_rate"
+        );
+        assert!(refuse(None, Some("p99_ms")).ends_with("use --minimize p99_ms"));
+        assert!(
+            refuse(Some("p99_ms"), Some("success_rate"))
+                .starts_with("--minimize and --maximize are exclusive")
+        );
+        // A metric without a direction takes the flag's.
+        assert!(refuse(Some("operations"), Some("operations")).contains("exclusive"));
+        let count = prepared_to("success_rate>=0.9", None, Some("operations"));
+        assert_eq!(count.objective.unwrap().better, Better::Higher);
     }
 
     /// Numbers in the text keep six significant digits and drop trailing zeros; in a table's
