@@ -873,6 +873,23 @@ mod tests {
         assert_eq!(unique.len(), 5);
     }
 
+    /// A value a shell would split or expand is quoted, a quote inside it written `'\''`, so
+    /// that the reproducing command runs as printed; plain keys and values stay as they are.
+    #[test]
+    fn the_reproducing_command_is_quoted_for_the_shell() {
+        assert_eq!(shell_word("policy.base=800ms"), "policy.base=800ms");
+        assert_eq!(
+            shell_word("service.edge.retry.controls=[]"),
+            "'service.edge.retry.controls=[]'"
+        );
+        assert_eq!(
+            shell_word("policy.full jitter.base=1s"),
+            "'policy.full jitter.base=1s'"
+        );
+        assert_eq!(shell_word("name=it's"), "'name=it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+
     #[test]
     fn metrics_round_trip_through_text() {
         for (name, value, text) in [

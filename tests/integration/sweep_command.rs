@@ -1307,3 +1307,91 @@ fn minimize_and_maximize_follow_each_metrics_direction() {
         ],
     );
 }
+
+/// A sharded sweep of a topology merges into the bytes of one run, service columns included,
+/// and `merge` checks each service's columns as it checks the run's: a db whose requests are
+/// not its first attempts, retries and status checks is refused with the line, the service and
+/// the values. On main a topology's sweep had no service column to merge.
+#[test]
+fn merge_checks_the_services_columns_of_a_topologys_shards() {
+    let out = fresh("sweep-topology-shards");
+    let args = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "scenarios/retry-layers.toml",
+            "--policy",
+            "every layer retries",
+            "--grid",
+            "service.api.retry.max_attempts=0,2",
+            "--seeds",
+            "1",
+            "--minimize",
+            "wasted_work_s@db",
+            "--no-charts",
+            "--out",
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let whole = out.join("whole");
+    let shards = out.join("shards");
+    let mut runs = vec![args(&[whole.to_str().unwrap()])];
+    for shard in ["0/2", "1/2"] {
+        runs.push(args(&[shards.to_str().unwrap(), "--shard", shard]));
+    }
+    for run in &runs {
+        let run: Vec<&str> = run.iter().map(String::as_str).collect();
+        let output = retrystorm(&run, "2");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let folders: Vec<String> = ["shard-0-of-2", "shard-1-of-2"]
+        .iter()
+        .map(|shard| {
+            shards
+                .join("retry-layers-shards")
+                .join(shard)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let merged = out.join("merged");
+    let mut merge = vec!["merge"];
+    merge.extend(folders.iter().map(String::as_str));
+    merge.extend(["--no-charts", "--out", merged.to_str().unwrap()]);
+    let output = retrystorm(&merge, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        files(&merged.join("retry-layers-sweep")),
+        files(&whole.join("retry-layers-sweep"))
+    );
+    let results = Path::new(&folders[1]).join("results.csv");
+    let original = std::fs::read_to_string(&results).unwrap();
+    let requests = cells(&original, 2)
+        .into_iter()
+        .find(|(name, _)| name == "requests@db")
+        .map(|(_, value)| value.parse::<u64>().unwrap())
+        .unwrap();
+    let edited = with_cell(&original, 2, "requests@db", &(requests + 1).to_string());
+    std::fs::write(&results, edited).unwrap();
+    let output = retrystorm(&merge, "2");
+    assert_eq!(output.status.code(), Some(1));
+    assert_contains(
+        &String::from_utf8_lossy(&output.stderr),
+        &[
+            &format!(
+                "{}:2: at service db, requests = first_attempts + retries + status_checks does not hold: requests@db={}, ",
+                results.display(),
+                requests + 1
+            ),
+            ", operations=",
+        ],
+    );
+}
