@@ -1019,6 +1019,15 @@ fn the_readme_sweep_explains_itself_as_the_readme_shows() {
     assert_eq!(format!("reproduce: {command}"), reproduce);
 }
 
+/// Runs `retrystorm` with `args`, a sweep that must be refused before anything runs (nothing
+/// written to `out`); its error.
+fn sweep_refused(args: &[&str], out: &Path) -> String {
+    let output = retrystorm(args, "2");
+    assert_eq!(output.status.code(), Some(1), "{args:?} was accepted");
+    assert!(!out.exists(), "{args:?}: something ran");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 /// A POSIX shell's words of `line`: split at spaces, single quotes kept together (enough for the
 /// commands the recommendation prints).
 fn shell_words(line: &str) -> Vec<String> {
@@ -1218,10 +1227,7 @@ fn services_metrics_are_named_with_did_you_mean() {
             out.to_str().unwrap(),
         ];
         args.extend_from_slice(flags);
-        let output = retrystorm(&args, "2");
-        assert_eq!(output.status.code(), Some(1), "{flags:?} was accepted");
-        assert_contains(&String::from_utf8_lossy(&output.stderr), &[expected]);
-        assert!(!out.exists(), "{flags:?}: something ran");
+        assert_contains(&sweep_refused(&args, &out), &[expected]);
     }
 }
 
@@ -1253,9 +1259,7 @@ fn minimize_and_maximize_follow_each_metrics_direction() {
             out.to_str().unwrap(),
         ];
         args.extend_from_slice(flags);
-        let output = retrystorm(&args, "2");
-        assert_eq!(output.status.code(), Some(1), "{flags:?} was accepted");
-        assert_contains(&String::from_utf8_lossy(&output.stderr), &[expected]);
+        assert_contains(&sweep_refused(&args, &out), &[expected]);
     }
     let mut args = vec![
         "sweep",
