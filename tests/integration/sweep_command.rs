@@ -1399,3 +1399,80 @@ fn merge_checks_the_services_columns_of_a_topologys_shards() {
         ],
     );
 }
+
+/// A sweep derives seeds up to 2^64 - 1 (SplitMix64 from the scenario's), and the
+/// recommendation's `--seed N` runs another of them: from seed 3 the third is
+/// 12918135221727111561, above the largest TOML integer. `run --seed` takes it, writes it in the
+/// resolved `scenario.toml` as a string (which loads again), and gives the metrics the sweep's
+/// row has for that seed. On main `run` refused every such seed: "expected u64".
+#[test]
+fn a_sweeps_seed_above_the_largest_toml_integer_runs_again() {
+    let out = fresh("sweep-large-seed");
+    let fixed = [
+        "--set",
+        "seed=3",
+        "--set",
+        "duration=4s",
+        "--set",
+        "clients.count=100",
+    ];
+    let mut args = vec![
+        "sweep",
+        "scenarios/tuning.toml",
+        "--grid",
+        "policy.base=100ms,200ms",
+        "--seeds",
+        "3",
+        "--no-charts",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(&fixed);
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let recommendation =
+        std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
+    let seed = "12918135221727111561";
+    assert!(
+        recommendation.contains(&format!("or --seed {seed} runs another of its seeds")),
+        "{recommendation}"
+    );
+    let results = std::fs::read_to_string(out.join("tuning-sweep/results.csv")).unwrap();
+    let row = cells(&results, 4);
+    assert_eq!(row[1], ("seed".to_string(), seed.to_string()));
+    let run_out = out.join("run");
+    let mut args = vec!["run", "scenarios/tuning.toml"];
+    args.extend_from_slice(&fixed);
+    args.extend([
+        "--set",
+        "policy.base=100ms",
+        "--seed",
+        seed,
+        "--no-charts",
+        "--out",
+        run_out.to_str().unwrap(),
+    ]);
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = std::fs::read_to_string(run_out.join("tuning/summary.csv")).unwrap();
+    let ran = cells(&summary, 2);
+    for (name, value) in &row[3..] {
+        let (_, written) = ran.iter().find(|(column, _)| column == name).unwrap();
+        assert_eq!(written, value, "{name}");
+    }
+    let resolved = std::fs::read_to_string(run_out.join("tuning/scenario.toml")).unwrap();
+    assert!(
+        resolved.contains(&format!("\nseed = \"{seed}\"\n")),
+        "{resolved}"
+    );
+    let again = retrystorm::scenario::load_str(&resolved, "scenario.toml", &[]).unwrap();
+    assert_eq!(again.seed, 12918135221727111561);
+}
