@@ -11,7 +11,10 @@
 //! breaker fails operations without sending anything, so `attempts` may be below `operations`
 //! and `amplification` below 1 (or 0, without operations); a percentile is read at its bin's
 //! midpoint, so `p99_ms` may exceed `max_ms`; a service that retries its own calls can commit
-//! duplicates that no user attempt beyond the first sent.
+//! duplicates that no user attempt beyond the first sent. A topology's service columns are
+//! checked the same way: each in its domain, and `SERVICE_RELATIONS` (a service's requests are
+//! its first attempts, retries and status checks; its amplification, its requests over the
+//! operations).
 
 use std::fmt;
 

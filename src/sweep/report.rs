@@ -2,7 +2,7 @@
 //!
 //! | file | content |
 //! |---|---|
-//! | `results.csv` | one row per point and seed: grid values and every summary metric |
+//! | `results.csv` | one row per point and seed: grid values, every summary metric, and in a topology every service's (`amplification@db`) |
 //! | `aggregate.csv` | one row per point: mean and 95% confidence interval of each metric |
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, scenario text included, so shards can be merged |
