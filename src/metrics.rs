@@ -20,8 +20,8 @@ use crate::time::{MICROS_PER_SECOND, Micros};
 pub use named::{AT, NamedMetric, check_name, direction, metric_value};
 pub use summary::{
     Better, Domain, HealthRule, Incident, METRICS, Metric, Recovery, SERVICE_METRICS,
-    ServiceSummary, Summary, Unit, Window, format_metric, format_value, metric, metric_index,
-    metric_names, parse_metric,
+    ServiceSummary, Summary, Unit, Window, format_metric, format_value, metric, metric_names,
+    parse_metric,
 };
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).

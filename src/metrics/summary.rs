@@ -332,11 +332,6 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|metric| metric.name == name)
 }
 
-/// The position of the metric called `name` in [`METRICS`].
-pub fn metric_index(name: &str) -> Option<usize> {
-    METRICS.iter().position(|metric| metric.name == name)
-}
-
 /// Every metric's name, in order.
 pub fn metric_names() -> impl Iterator<Item = &'static str> {
     METRICS.iter().map(|metric| metric.name)
