@@ -29,6 +29,7 @@ fn finalize_sweep(c: &mut Criterion) {
         policy: "tuned".into(),
         requirements: vec!["success_rate>=0.5".into()],
         minimize: Some("p99_ms".into()),
+        maximize: None,
     };
     let prepared = spec.prepare().expect("a valid sweep");
     let rows: Vec<ResultRow> = (0..prepared.costs.len())

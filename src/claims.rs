@@ -13,7 +13,7 @@
 
 use std::fmt;
 
-use crate::metrics::{Better, Measurements, metric};
+use crate::metrics::{Better, Measurements, metric_value};
 use crate::run::{PolicyRun, ScenarioRun};
 use crate::scenario::{Expect, ExpectWindow};
 use crate::time::Micros;
@@ -69,7 +69,8 @@ pub fn number(value: f64) -> String {
     }
 }
 
-/// The direction of `name`, if it is a metric a claim can use (with a window or without).
+/// The direction of `name`, if it is a metric a claim can use (with a window or without; a
+/// service's, `amplification@db`, over the whole run only).
 pub fn direction(name: &str, windowed: bool) -> Option<Better> {
     if windowed {
         WINDOW_METRICS
@@ -77,7 +78,7 @@ pub fn direction(name: &str, windowed: bool) -> Option<Better> {
             .find(|(metric, _)| *metric == name)
             .map(|&(_, better)| better)
     } else {
-        metric(name).map(|metric| metric.better)
+        crate::metrics::direction(name)
     }
 }
 
@@ -100,10 +101,8 @@ fn policy<'a>(run: &'a ScenarioRun, name: &str) -> &'a PolicyRun {
 /// The value a claim compares for `policy`.
 fn value(policy: &PolicyRun, claim: &Expect) -> f64 {
     match &claim.window {
-        None => policy
-            .summary
-            .metric(&claim.metric)
-            .expect("validated: claims name summary metrics"),
+        None => metric_value(&claim.metric, &policy.summary, &policy.services)
+            .expect("validated: claims name metrics of the run"),
         Some(window) => window_metric(
             &policy.measurements,
             &claim.metric,

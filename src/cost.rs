@@ -35,7 +35,8 @@ const BYTES_PER_HEALTH_STEP: f64 = 32.0;
 const BYTES_PER_REQUEST: f64 = 270.0;
 /// Memory a sweep keeps per simulation (its row of formatted metrics, its share of the result
 /// files and of the aggregate): 100,000 points of a trivial scenario took 202 MB with one seed
-/// and 488 MB with three, 1.4 KB per row and 0.5 KB per point.
+/// and 488 MB with three, 1.4 KB per row and 0.5 KB per point. A row of the run's 20 metrics:
+/// a topology's per-service columns make it longer in proportion.
 pub const BYTES_PER_SWEEP_ROW: f64 = 2_000.0;
 /// Memory of the program before the simulation: 8.4 MiB with a million idle open-loop clients.
 const BASE_BYTES: f64 = 9.0 * MIB;

@@ -7,6 +7,7 @@
 //! in which it was sent, an operation's success or failure to the bucket in which it ended, a
 //! duplicate write to the bucket in which it was committed.
 
+mod named;
 mod summary;
 
 use std::collections::BTreeMap;
@@ -16,9 +17,11 @@ use crate::outcome::FailureReason;
 use crate::service::ServiceRecord;
 
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+pub use named::{AT, NamedMetric, check_name, direction, domain, metric_value};
 pub use summary::{
-    Better, Domain, HealthRule, Incident, METRICS, Metric, Recovery, ServiceSummary, Summary, Unit,
-    Window, format_metric, metric, metric_index, metric_names, parse_metric,
+    Better, Domain, HealthRule, Incident, METRICS, Metric, Recovery, SERVICE_METRICS,
+    ServiceSummary, Summary, Unit, Window, format_metric, format_value, metric, metric_names,
+    parse_metric,
 };
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).

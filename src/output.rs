@@ -23,7 +23,8 @@ use serde_json::{Map, Value, json};
 
 use crate::engine::{AttemptRecord, Observer};
 use crate::metrics::{
-    METRICS, SERVICE_COUNTS, SERVICE_STATE, ServiceSummary, Unit, format_metric, metric_names,
+    METRICS, SERVICE_COUNTS, SERVICE_METRICS, SERVICE_STATE, ServiceSummary, Unit, format_metric,
+    metric_names,
 };
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
@@ -333,14 +334,7 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
             object.insert("policy".into(), json!(policy.name));
             for metric in &METRICS {
                 let value = (metric.value)(&policy.summary);
-                let value = if !value.is_finite() {
-                    Value::Null
-                } else if metric.unit == Unit::Count {
-                    json!(value as u64)
-                } else {
-                    json!((value * 1e6).round() / 1e6)
-                };
-                object.insert(metric.name.into(), value);
+                object.insert(metric.name.into(), json_value(metric.unit, value));
             }
             let measurements = &policy.measurements;
             object.insert("events".into(), json!(measurements.events));
@@ -365,28 +359,29 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     bytes
 }
 
-/// A service's block in `summary.json`: its amplification relative to user operations, its
-/// counts over the run, its peaks and its wasted work.
+/// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its
+/// amplification relative to user operations, its counts over the run, its peaks, its wasted and
+/// rejection work), counts as integers and the others rounded to six decimals.
 fn service_block(service: &ServiceSummary) -> Value {
-    let rounded = |value: f64| json!((value * 1e6).round() / 1e6);
     let mut block = Map::new();
     block.insert("service".into(), json!(service.name));
-    block.insert("amplification".into(), rounded(service.amplification));
-    block.insert("requests".into(), json!(service.totals.requests()));
-    for (name, count) in SERVICE_COUNTS {
-        block.insert(name.into(), json!(count(&service.totals)));
+    for metric in &SERVICE_METRICS {
+        let value = (metric.value)(service);
+        block.insert(metric.name.into(), json_value(metric.unit, value));
     }
-    block.insert(
-        "peak_requests_rps".into(),
-        rounded(service.peak_requests_rps),
-    );
-    block.insert("peak_queue_len".into(), json!(service.peak_queue_len));
-    block.insert("wasted_work_s".into(), rounded(service.wasted_work_s));
-    block.insert(
-        "rejection_work_s".into(),
-        rounded(service.totals.rejection_work_us as f64 / MICROS_PER_SECOND as f64),
-    );
     Value::Object(block)
+}
+
+/// A metric's value in `summary.json`: `null` where it is undefined or never came, a count as
+/// an integer, anything else rounded to six decimals.
+fn json_value(unit: Unit, value: f64) -> Value {
+    if !value.is_finite() {
+        Value::Null
+    } else if unit == Unit::Count {
+        json!(value as u64)
+    } else {
+        json!((value * 1e6).round() / 1e6)
+    }
 }
 
 /// The scenario as simulated, with every default written out.

@@ -44,8 +44,9 @@ pub struct Scenario {
     /// What the scenario shows, in a sentence or two.
     #[serde(default)]
     pub description: String,
-    /// Seed of every random stream (default 1).
-    #[serde(default = "defaults::seed")]
+    /// Seed of every random stream (default 1): a TOML integer, or above the largest one
+    /// (2^63 - 1; a sweep derives seeds up to 2^64 - 1) the same digits as a string.
+    #[serde(default = "defaults::seed", with = "seed_text")]
     pub seed: u64,
     /// How long operations keep arriving. In-flight operations then run to their end.
     pub duration: Spanned<Duration>,
@@ -927,6 +928,49 @@ impl Serialize for CallDeadline {
                 serializer.serialize_str(&format!("{PROPAGATE_AT_MOST}{budget}"))
             }
         }
+    }
+}
+
+/// A seed as a scenario writes it: a TOML integer, which stops at 2^63 - 1, or above that its
+/// digits as a string, so that every seed a sweep derives (any `u64`) can be given to `run
+/// --seed` or `--set seed=` and written back in the resolved scenario.
+mod seed_text {
+    use serde::de::{self, Visitor};
+    use serde::{Deserializer, Serializer};
+
+    /// An integer where TOML has one, else the digits.
+    pub fn serialize<S: Serializer>(seed: &u64, serializer: S) -> Result<S::Ok, S::Error> {
+        match i64::try_from(*seed) {
+            Ok(small) => serializer.serialize_i64(small),
+            Err(_) => serializer.serialize_str(&seed.to_string()),
+        }
+    }
+
+    /// An integer from 0, or a string of its digits.
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<u64, D::Error> {
+        struct Seed;
+        impl Visitor<'_> for Seed {
+            type Value = u64;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a seed: a whole number from 0 to 18446744073709551615 (above 9223372036854775807 written as a string of digits)")
+            }
+
+            fn visit_u64<E: de::Error>(self, seed: u64) -> Result<u64, E> {
+                Ok(seed)
+            }
+
+            fn visit_i64<E: de::Error>(self, seed: i64) -> Result<u64, E> {
+                u64::try_from(seed)
+                    .map_err(|_| E::invalid_value(de::Unexpected::Signed(seed), &self))
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<u64, E> {
+                text.parse()
+                    .map_err(|_| E::invalid_value(de::Unexpected::Str(text), &self))
+            }
+        }
+        deserializer.deserialize_any(Seed)
     }
 }
 

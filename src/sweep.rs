@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::engine::Quiet;
-use crate::metrics::{METRICS, format_metric};
+use crate::metrics::{Better, METRICS, NamedMetric};
 use crate::model::Model;
 use crate::run::run_model;
 use crate::scenario::{Override, Scenario, ScenarioError, load_str};
@@ -198,6 +198,10 @@ pub struct SweepSpec {
     pub requirements: Vec<String>,
     /// The metric to minimise, if any.
     pub minimize: Option<String>,
+    /// The metric to maximise, if any (not with `minimize`); left out of `sweep.json` when
+    /// there is none, which keeps the manifests of sweeps without it as they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maximize: Option<String>,
 }
 
 /// Why a sweep cannot start.
@@ -251,10 +255,14 @@ pub struct PreparedSweep {
     pub seeds: Vec<u64>,
     /// The cost of one simulation of each point.
     pub costs: Vec<PolicyCost>,
-    /// Parsed requirements.
+    /// Parsed requirements, each naming one of `columns`.
     pub requirements: Vec<Requirement>,
-    /// The metric to minimise.
-    pub minimize: Option<&'static str>,
+    /// The metric to minimise or maximise, its `better` the direction asked for (lower for
+    /// `--minimize`, higher for `--maximize`), which for a metric with a direction is its own.
+    pub objective: Option<NamedMetric>,
+    /// Every metric of a point's runs, in the order of `results.csv`: the run's, then with a
+    /// topology each service's ([`NamedMetric::all`]).
+    pub columns: Vec<NamedMetric>,
 }
 
 /// The seeds of a sweep: the scenario's own seed first, then SplitMix64 steps from it, so
@@ -318,6 +326,23 @@ impl SweepSpec {
             .map(|(axis, value)| format!("{}={value}", axis.key))
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The `retrystorm run` command that runs point `point` as the sweep ran it, on the scenario
+    /// file as it is: every `--set` of the sweep and the point's grid values, as the sweep
+    /// applied them (a key of every policy as the tuned policy's, in a scenario of several),
+    /// each quoted for a POSIX shell where it needs to be.
+    pub fn run_command(&self, point: usize) -> String {
+        let mut words = vec![
+            "retrystorm".to_string(),
+            "run".to_string(),
+            shell_word(&self.scenario_path),
+        ];
+        for set in self.overrides(Some(point)) {
+            words.push("--set".to_string());
+            words.push(shell_word(&format!("{}={}", set.key, set.value)));
+        }
+        words.join(" ")
     }
 
     fn overrides(&self, point: Option<usize>) -> Vec<Override> {
@@ -458,15 +483,13 @@ impl SweepSpec {
                     .map_err(|error| definition(format!("--require: {error}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let minimize = self
-            .minimize
-            .as_deref()
-            .map(|name| {
-                requirement::metric_name(name)
-                    .map_err(|error| definition(format!("--minimize: {error}")))
-            })
-            .transpose()?;
         let base = self.base_scenario()?;
+        let services = service_names(&base);
+        for (requirement, text) in requirements.iter().zip(&self.requirements) {
+            NamedMetric::resolve(&requirement.metric, &services)
+                .map_err(|error| definition(format!("--require {text}: {error}")))?;
+        }
+        let objective = self.objective(&services)?;
         if let Some(tuned) = base
             .policy
             .iter()
@@ -505,6 +528,15 @@ impl SweepSpec {
             .into_par_iter()
             .map(|point| {
                 let scenario = self.scenario_for(point)?;
+                // Every point has the base's services, so that its rows have the same columns.
+                if service_names(&scenario) != services {
+                    return Err(definition(format!(
+                        "point {point} ({}) has the services {}, the scenario {}; a grid may not rename, add or remove services",
+                        self.describe_point(point),
+                        service_names(&scenario).join(", "),
+                        services.join(", ")
+                    )));
+                }
                 let mut cost = Estimate::of(&scenario, 1).policies;
                 Ok(cost.pop().expect("a point has the tuned policy"))
             })
@@ -516,9 +548,73 @@ impl SweepSpec {
             spec: self,
             costs,
             requirements,
-            minimize,
+            objective,
+            columns: NamedMetric::all(&services),
         })
     }
+
+    /// Every metric of a point's runs, in the order of `results.csv`, as [`SweepSpec::prepare`]
+    /// lists them.
+    pub fn columns(&self) -> Result<Vec<NamedMetric>, SweepError> {
+        Ok(NamedMetric::all(&service_names(&self.base_scenario()?)))
+    }
+
+    /// The metric of `--minimize` or `--maximize`, with the direction asked for. A metric
+    /// better the other way is refused: minimising the success rate recommends the worst
+    /// point. A metric without a direction (`operations`, `served@db`) takes the flag's.
+    fn objective(&self, services: &[&str]) -> Result<Option<NamedMetric>, SweepError> {
+        let (flag, name, better) = match (&self.minimize, &self.maximize) {
+            (Some(_), Some(_)) => {
+                return Err(SweepError::Definition(
+                    "--minimize and --maximize are exclusive: a sweep optimises one metric; give one of them, and --require for the others".into(),
+                ));
+            }
+            (Some(name), None) => ("--minimize", name, Better::Lower),
+            (None, Some(name)) => ("--maximize", name, Better::Higher),
+            (None, None) => return Ok(None),
+        };
+        let metric = NamedMetric::resolve(name, services)
+            .map_err(|error| SweepError::Definition(format!("{flag}: {error}")))?;
+        let (way, other) = match metric.better {
+            Better::Higher => ("higher", "--maximize"),
+            Better::Lower => ("lower", "--minimize"),
+            Better::Neither => {
+                let mut metric = metric;
+                metric.better = better;
+                return Ok(Some(metric));
+            }
+        };
+        if metric.better != better {
+            return Err(SweepError::Definition(format!(
+                "{flag} {name}: {way} is better for {name} ({}), so {flag} would recommend the worst point; use {other} {name}",
+                metric.meaning().trim_end_matches('.')
+            )));
+        }
+        Ok(Some(metric))
+    }
+}
+
+/// `word` as a POSIX shell reads it back: as it is if no character of it means anything to a
+/// shell, else in single quotes (a quote inside written `'\''`).
+fn shell_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "_-./=:,@%+".contains(c));
+    if plain {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+/// The names of a scenario's services, in its order.
+fn service_names(scenario: &Scenario) -> Vec<&str> {
+    scenario
+        .services()
+        .iter()
+        .map(|service| service.name())
+        .collect()
 }
 
 /// The policy that the rest of a `policy.` key selects, as `--set` reads it: an index
@@ -592,15 +688,14 @@ pub fn choose_policy(scenario: &Scenario, asked: Option<&str>) -> Result<String,
     }
 }
 
-/// One simulation's results: the point, the seed and every summary metric as `results.csv`
-/// writes it.
+/// One simulation's results: the point, the seed and every metric as `results.csv` writes it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResultRow {
     /// Grid point index.
     pub point: usize,
     /// Index of the seed in the sweep's seed list.
     pub seed_index: usize,
-    /// Metric values in the order of [`METRICS`], formatted.
+    /// Metric values in the order of [`PreparedSweep::columns`], formatted.
     pub metrics: Vec<String>,
 }
 
@@ -619,18 +714,28 @@ impl PreparedSweep {
                 let scenario = self.spec.scenario_for(point)?;
                 let mut model = Model::new(&scenario, &scenario.policy[0]);
                 model.seed = self.seeds[seed_index];
-                let summary = run_model(String::new(), model, &mut Quiet).summary;
+                let run = run_model(String::new(), model, &mut Quiet);
                 done.fetch_add(1, Ordering::Relaxed);
                 Ok(ResultRow {
                     point,
                     seed_index,
-                    metrics: METRICS
+                    metrics: self
+                        .columns
                         .iter()
-                        .map(|metric| format_metric(metric, (metric.value)(&summary)))
+                        .map(|metric| metric.format(metric.value(&run.summary, &run.services)))
                         .collect(),
                 })
             })
             .collect()
+    }
+
+    /// The metric called `name`, one of [`PreparedSweep::columns`] (as every requirement's
+    /// and the objective's are, checked when the sweep was prepared).
+    pub fn column(&self, name: &str) -> &NamedMetric {
+        self.columns
+            .iter()
+            .find(|metric| metric.name == name)
+            .expect("checked when the sweep was prepared")
     }
 
     /// What the simulations of `shard` will cost, `threads` at a time.
@@ -640,7 +745,9 @@ impl PreparedSweep {
             .flat_map(|point| std::iter::repeat_n(self.costs[point].clone(), self.seeds.len()))
             .collect();
         Estimate {
-            results_bytes: policies.len() as f64 * BYTES_PER_SWEEP_ROW,
+            // A row of the run's metrics; a topology's columns add to it in proportion.
+            results_bytes: policies.len() as f64 * BYTES_PER_SWEEP_ROW * self.columns.len() as f64
+                / METRICS.len() as f64,
             policies,
             threads: threads.max(1),
         }
@@ -717,6 +824,7 @@ mod tests {
             policy: String::new(),
             requirements: vec![],
             minimize: None,
+            maximize: None,
         };
         assert_eq!(spec.point_count(), 6);
         assert_eq!(spec.point_values(0), ["1", "x"]);
@@ -740,6 +848,7 @@ mod tests {
             policy: String::new(),
             requirements: vec![],
             minimize: None,
+            maximize: None,
         };
         assert_eq!(spec.point_count(), usize::MAX);
         let error = spec.prepare().unwrap_err().to_string();
@@ -764,6 +873,23 @@ mod tests {
         assert_eq!(unique.len(), 5);
     }
 
+    /// A value a shell would split or expand is quoted, a quote inside it written `'\''`, so
+    /// that the reproducing command runs as printed; plain keys and values stay as they are.
+    #[test]
+    fn the_reproducing_command_is_quoted_for_the_shell() {
+        assert_eq!(shell_word("policy.base=800ms"), "policy.base=800ms");
+        assert_eq!(
+            shell_word("service.edge.retry.controls=[]"),
+            "'service.edge.retry.controls=[]'"
+        );
+        assert_eq!(
+            shell_word("policy.full jitter.base=1s"),
+            "'policy.full jitter.base=1s'"
+        );
+        assert_eq!(shell_word("name=it's"), "'name=it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
+
     #[test]
     fn metrics_round_trip_through_text() {
         for (name, value, text) in [
@@ -773,7 +899,7 @@ mod tests {
             ("recovery_s", f64::INFINITY, "never"),
         ] {
             let metric = crate::metrics::metric(name).expect("a known metric");
-            assert_eq!(format_metric(metric, value), text);
+            assert_eq!(crate::metrics::format_metric(metric, value), text);
             let back = parse_metric(text).unwrap();
             assert!(back == value || (back.is_nan() && value.is_nan()));
         }

@@ -14,7 +14,7 @@ use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::{ChartError, FONT, Format, Picture, chart_error, render_picture};
-use crate::metrics::{Better, Metric};
+use crate::metrics::{Better, NamedMetric};
 use crate::sweep::SweepSpec;
 
 /// Size of a heatmap sheet, in pixels.
@@ -87,7 +87,7 @@ pub struct HeatmapData {
     /// The tuned policy.
     pub policy: String,
     /// The metric shown; which way it is better turns the colours.
-    pub metric: &'static Metric,
+    pub metric: NamedMetric,
     /// Where each point goes.
     pub layout: Layout,
     /// The metric's mean at each point (NaN undefined, infinity for "never").
@@ -471,11 +471,12 @@ mod tests {
             policy: String::new(),
             requirements: vec![],
             minimize: None,
+            maximize: None,
         };
         let of = |name: &str| HeatmapData {
             scenario: String::new(),
             policy: String::new(),
-            metric: crate::metrics::metric(name).unwrap(),
+            metric: crate::metrics::NamedMetric::of_run(crate::metrics::metric(name).unwrap()),
             layout: Layout::of(&spec).unwrap(),
             means: vec![],
             meets: vec![],

@@ -15,7 +15,7 @@ use super::heatmap::cell_text;
 use super::{
     CAPACITY, CHART_SIZE, ChartError, FONT, Format, PALETTE, Picture, chart_error, render_picture,
 };
-use crate::metrics::{Better, Metric};
+use crate::metrics::{Better, NamedMetric};
 
 /// The front on two of its metrics.
 #[derive(Debug, Clone)]
@@ -25,9 +25,9 @@ pub struct ParetoData {
     /// The tuned policy.
     pub policy: String,
     /// The metric across (the first requirement's).
-    pub x: &'static Metric,
+    pub x: NamedMetric,
     /// The metric up (the one minimised).
-    pub y: &'static Metric,
+    pub y: NamedMetric,
     /// Each point's means of `x` and `y`.
     pub points: Vec<(f64, f64)>,
     /// Whether each point meets the requirements.
@@ -64,7 +64,7 @@ impl Picture for ParetoData {
 const FRONT: RGBColor = PALETTE[0];
 const CHOSEN: RGBColor = PALETTE[1];
 
-fn axis_label(metric: &Metric) -> String {
+fn axis_label(metric: &NamedMetric) -> String {
     match metric.better {
         Better::Higher => format!("{} (mean; higher is better)", metric.name),
         Better::Lower => format!("{} (mean; lower is better)", metric.name),
@@ -140,8 +140,8 @@ fn draw<DB: DrawingBackend>(
         )?;
     chart
         .configure_mesh()
-        .x_desc(axis_label(data.x))
-        .y_desc(axis_label(data.y))
+        .x_desc(axis_label(&data.x))
+        .y_desc(axis_label(&data.y))
         .label_style(font.clone())
         .axis_desc_style((FONT, 18.0).into_font())
         .light_line_style(RGBColor(240, 240, 240))

@@ -34,15 +34,21 @@ pub struct SweepArgs {
     #[arg(long)]
     policy: Option<String>,
     /// A requirement on a point's mean over seeds, METRIC OP VALUE (>=, <=, >, <, ==, !=);
-    /// repeatable. A point whose value is undefined on some seed (no incident, nothing
+    /// repeatable. METRIC is a summary metric, or METRIC@SERVICE for one service of a
+    /// topology. A point whose value is undefined on some seed (no incident, nothing
     /// succeeded) or never (a recovery that never came) meets it only if it ends in
     /// `or undefined` or `or never`. Example: --require 'success_rate>=0.995' --require
-    /// 'recovery_s<=5 or never'
+    /// 'recovery_s<=5 or never' --require 'amplification@db<=2'
     #[arg(long = "require", value_name = "REQUIREMENT")]
     require: Vec<String>,
-    /// The metric to minimise among the points that meet the requirements.
+    /// The metric to minimise among the points that meet the requirements (one better lower,
+    /// or without a direction), e.g. p99_ms or amplification@db.
     #[arg(long, value_name = "METRIC")]
     minimize: Option<String>,
+    /// The metric to maximise among the points that meet the requirements (one better higher,
+    /// or without a direction), e.g. success_rate; not with --minimize.
+    #[arg(long, value_name = "METRIC")]
+    maximize: Option<String>,
     /// Override a value for every point, as for `run`; repeatable.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<Override>,
@@ -116,6 +122,7 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         policy,
         requirements: args.require.clone(),
         minimize: args.minimize.clone(),
+        maximize: args.maximize.clone(),
     };
     let prepared = match spec.prepare() {
         Ok(prepared) => prepared,

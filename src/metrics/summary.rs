@@ -125,11 +125,12 @@ pub enum Better {
     Neither,
 }
 
-/// One summary metric: its name in `summary.csv`, how it is written, which way is better, how
-/// to read it from a summary, and what it means.
-#[derive(Debug, Clone, Copy)]
-pub struct Metric {
-    /// The name, as `summary.csv`, sweeps and claims spell it.
+/// One metric: its name, how it is written, which way is better, how to read it from what it
+/// summarises (`S`: a run's [`Summary`], or a [`ServiceSummary`] for [`SERVICE_METRICS`]), and
+/// what it means.
+pub struct Metric<S: 'static = Summary> {
+    /// The name, as `summary.csv`, sweeps and claims spell it (a service's metric followed by
+    /// `@` and the service's name: [`super::named`]).
     pub name: &'static str,
     /// How it is written.
     pub unit: Unit,
@@ -139,9 +140,29 @@ pub struct Metric {
     pub better: Better,
     /// Its value: NaN where undefined (no successful operation has no latency), infinity for a
     /// recovery that never came.
-    pub value: fn(&Summary) -> f64,
+    pub value: fn(&S) -> f64,
     /// What it means, for the report.
     pub meaning: &'static str,
+}
+
+// By hand: derived, they would ask `S` to be `Clone`, `Copy` and `Debug` too.
+impl<S> Clone for Metric<S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<S> Copy for Metric<S> {}
+
+impl<S> std::fmt::Debug for Metric<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metric")
+            .field("name", &self.name)
+            .field("unit", &self.unit)
+            .field("domain", &self.domain)
+            .field("better", &self.better)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Every summary metric, in the order of `summary.csv`.
@@ -313,11 +334,6 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|metric| metric.name == name)
 }
 
-/// The position of the metric called `name` in [`METRICS`].
-pub fn metric_index(name: &str) -> Option<usize> {
-    METRICS.iter().position(|metric| metric.name == name)
-}
-
 /// Every metric's name, in order.
 pub fn metric_names() -> impl Iterator<Item = &'static str> {
     METRICS.iter().map(|metric| metric.name)
@@ -325,12 +341,17 @@ pub fn metric_names() -> impl Iterator<Item = &'static str> {
 
 /// Formats a metric as `summary.csv` and a sweep's `results.csv` hold it: counts as integers,
 /// other values with six decimals, `never` for infinity, empty for undefined.
-pub fn format_metric(metric: &Metric, value: f64) -> String {
+pub fn format_metric<S>(metric: &Metric<S>, value: f64) -> String {
+    format_value(metric.unit, value)
+}
+
+/// Formats a value of a metric of `unit` as [`format_metric`] does.
+pub fn format_value(unit: Unit, value: f64) -> String {
     if value.is_nan() {
         String::new()
     } else if value.is_infinite() {
         "never".to_string()
-    } else if metric.unit == Unit::Count {
+    } else if unit == Unit::Count {
         format!("{value:.0}")
     } else {
         format!("{value:.6}")
@@ -357,6 +378,253 @@ impl Summary {
         metric(name).map(|metric| (metric.value)(self))
     }
 }
+
+/// Every metric of one service, in the order of its block in `summary.json` (which is written
+/// from this table): the run's [`ServiceSummary`], named `METRIC@SERVICE` in sweeps, requirements
+/// and claims ([`super::named`]). Load and refusals are better lower; what a service merely did
+/// (served, wrote, replayed, let go of) has no better direction.
+pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
+    Metric {
+        name: "amplification",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.amplification,
+        meaning: "Requests its callers sent it (attempts and status checks) per user operation: how much the retries above it multiplied the users' load. 1 at the service the clients call means no client retried.",
+    },
+    Metric {
+        name: "requests",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.requests() as f64,
+        meaning: "Requests its callers sent it: first attempts, retries and status checks.",
+    },
+    Metric {
+        name: "first_attempts",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.first_attempts as f64,
+        meaning: "First attempts its callers sent it: its share of the users' operations, multiplied by the retries of the tiers above its callers.",
+    },
+    Metric {
+        name: "retries",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.retries as f64,
+        meaning: "Retries its callers sent it.",
+    },
+    Metric {
+        name: "status_checks",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.status_checks as f64,
+        meaning: "Status-endpoint requests its callers sent it.",
+    },
+    Metric {
+        name: "timeouts",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.timeouts as f64,
+        meaning: "Attempts to it whose caller stopped waiting before an answer came.",
+    },
+    Metric {
+        name: "received",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.received as f64,
+        meaning: "Requests that reached it (sent and not lost on the way).",
+    },
+    Metric {
+        name: "served_at_once",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |s| s.totals.served_at_once as f64,
+        meaning: "Requests that found a free worker at once.",
+    },
+    Metric {
+        name: "queued",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.queued as f64,
+        meaning: "Requests that waited in its queue.",
+    },
+    Metric {
+        name: "served",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |s| s.totals.served as f64,
+        meaning: "Requests a worker finished: its own work and its downstream calls.",
+    },
+    Metric {
+        name: "rejected_overload",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.rejected_overload as f64,
+        meaning: "Requests refused because its queue was full.",
+    },
+    Metric {
+        name: "rejected_outage",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.rejected_outage as f64,
+        meaning: "Requests refused while its capacity was zero (`outage = \"reject\"`, or crashed).",
+    },
+    Metric {
+        name: "rate_limited",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.rate_limited as f64,
+        meaning: "Requests refused by its rate limiter (429).",
+    },
+    Metric {
+        name: "conflicts",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.conflicts as f64,
+        meaning: "Requests refused with 409 because one with the same idempotency key was in flight.",
+    },
+    Metric {
+        name: "errors",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.errors as f64,
+        meaning: "Requests answered with an injected error.",
+    },
+    Metric {
+        name: "downstream_failures",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.downstream_failures as f64,
+        meaning: "Requests answered with its failure status because a downstream call failed for good.",
+    },
+    Metric {
+        name: "dropped_expired",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.dropped_expired as f64,
+        meaning: "Requests dropped from its queue because the caller had given up (`drop_expired`).",
+    },
+    Metric {
+        name: "shed",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.shed as f64,
+        meaning: "Requests shed by its queue discipline (CoDel) and answered as an overload.",
+    },
+    Metric {
+        name: "concurrency_limited",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.concurrency_limited as f64,
+        meaning: "Requests refused by its concurrency limit.",
+    },
+    Metric {
+        name: "cancelled",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.cancelled as f64,
+        meaning: "Requests dropped or stopped because the caller had gone (`cancellation`).",
+    },
+    Metric {
+        name: "crashes",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.crashes as f64,
+        meaning: "Its crashes under overload.",
+    },
+    Metric {
+        name: "collisions",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.collisions as f64,
+        meaning: "Writes to an optimistic row that collided with another.",
+    },
+    Metric {
+        name: "resets",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.resets as f64,
+        meaning: "Requests reset by its crashes, while queued, in service or waiting on a key.",
+    },
+    Metric {
+        name: "replayed",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |s| s.totals.replayed as f64,
+        meaning: "Requests answered from its idempotency-key store without new work.",
+    },
+    Metric {
+        name: "writes",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |s| s.totals.writes as f64,
+        meaning: "Writes it committed (a leaf service): duplicates included.",
+    },
+    Metric {
+        name: "released",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |s| s.totals.released as f64,
+        meaning: "Requests a worker let go of: served, failed downstream, or reset by a crash.",
+    },
+    Metric {
+        name: "peak_requests_rps",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.peak_requests_rps,
+        meaning: "The highest rate of requests sent to it in any time bucket.",
+    },
+    Metric {
+        name: "peak_queue_len",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.peak_queue_len as f64,
+        meaning: "The longest its queue was at any instant.",
+    },
+    Metric {
+        name: "wasted_work_s",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.wasted_work_s,
+        meaning: "Worker-seconds it spent on requests whose caller had already given up.",
+    },
+    Metric {
+        name: "rejection_work_s",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.rejection_work_us as f64 / MICROS_PER_SECOND as f64,
+        meaning: "Worker-seconds it spent refusing requests (`rejection_cost`).",
+    },
+];
 
 /// One service's results in a few numbers: its share of the load and what it did with it.
 #[derive(Debug, Clone, PartialEq)]

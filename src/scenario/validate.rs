@@ -536,6 +536,11 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
             ),
         ))
     };
+    let service_names: Vec<&str> = scenario
+        .services()
+        .iter()
+        .map(|service| service.name())
+        .collect();
     for spanned in &scenario.expect {
         let (claim, span) = (spanned.get_ref(), spanned.span());
         known(&claim.policy, span.clone())?;
@@ -559,12 +564,16 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
             return Err((span, "margin goes with better_than".into()));
         }
         let windowed = claim.window.is_some();
+        if !windowed {
+            crate::metrics::NamedMetric::resolve(&claim.metric, &service_names)
+                .map_err(|message| (span.clone(), message))?;
+        }
         match crate::claims::direction(&claim.metric, windowed) {
             Some(crate::metrics::Better::Neither) => {
                 return Err((
                     span,
                     format!(
-                        "`{}` describes the scenario, no policy does better on it",
+                        "`{}` has no better direction (it describes the scenario, or what a service did), so no policy does better on it",
                         claim.metric
                     ),
                 ));
@@ -584,17 +593,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
                     ),
                 ));
             }
-            None => {
-                let valid: Vec<&str> = crate::metrics::metric_names().collect();
-                return Err((
-                    span,
-                    format!(
-                        "unknown metric `{}`; valid: {}",
-                        claim.metric,
-                        valid.join(", ")
-                    ),
-                ));
-            }
+            None => unreachable!("resolved above"),
         }
         if let Some(window) = &claim.window
             && window.from >= window.to

@@ -285,6 +285,7 @@ mod tests {
             policy: String::new(),
             requirements: vec![],
             minimize: None,
+            maximize: None,
         }
     }
 

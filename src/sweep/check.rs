@@ -11,19 +11,33 @@
 //! breaker fails operations without sending anything, so `attempts` may be below `operations`
 //! and `amplification` below 1 (or 0, without operations); a percentile is read at its bin's
 //! midpoint, so `p99_ms` may exceed `max_ms`; a service that retries its own calls can commit
-//! duplicates that no user attempt beyond the first sent.
+//! duplicates that no user attempt beyond the first sent. A topology's service columns are
+//! checked the same way: each in its domain, and `SERVICE_RELATIONS` (a service's requests are
+//! its first attempts, retries and status checks; its amplification, its requests over the
+//! operations).
 
 use std::fmt;
 
 use serde_json::Value;
 
-use crate::metrics::{Domain, METRICS, Metric, Unit, parse_metric};
+use crate::metrics::{Domain, METRICS, Metric, NamedMetric, SERVICE_METRICS, Unit, parse_metric};
 
 /// The position of metric `name` in [`METRICS`]; a name that is not there fails the build.
 const fn column(name: &str) -> usize {
+    position(&METRICS, name)
+}
+
+/// The position of metric `name` in [`SERVICE_METRICS`], and so in each service's block of a
+/// row; a name that is not there fails the build.
+const fn service_column(name: &str) -> usize {
+    position(&SERVICE_METRICS, name)
+}
+
+/// The position of metric `name` in `metrics`.
+const fn position<S>(metrics: &[Metric<S>], name: &str) -> usize {
     let mut index = 0;
-    while index < METRICS.len() {
-        if same(METRICS[index].name.as_bytes(), name.as_bytes()) {
+    while index < metrics.len() {
+        if same(metrics[index].name.as_bytes(), name.as_bytes()) {
             return index;
         }
         index += 1;
@@ -61,6 +75,11 @@ const MAX_MS: usize = column("max_ms");
 const PEAK_INCIDENT_RPS: usize = column("peak_incident_rps");
 const INCIDENT_FAILED: usize = column("incident_failed");
 const RECOVERY_S: usize = column("recovery_s");
+const SERVICE_AMPLIFICATION: usize = service_column("amplification");
+const SERVICE_REQUESTS: usize = service_column("requests");
+const SERVICE_FIRST_ATTEMPTS: usize = service_column("first_attempts");
+const SERVICE_RETRIES: usize = service_column("retries");
+const SERVICE_STATUS_CHECKS: usize = service_column("status_checks");
 
 /// A row's metrics as numbers, in the order of [`METRICS`]: NaN undefined, infinity `never`.
 type Values = [f64; METRICS.len()];
@@ -93,7 +112,7 @@ impl fmt::Display for Problem {
 }
 
 /// What is wrong with `value` as a value of `metric`, if anything.
-fn problem(metric: &Metric, value: f64) -> Option<Problem> {
+fn problem(metric: &NamedMetric, value: f64) -> Option<Problem> {
     let domain = metric.domain;
     if value.is_nan() {
         let may_be_undefined = matches!(domain, Domain::NonNegativeOrUndefined | Domain::Recovery);
@@ -199,40 +218,101 @@ const RELATIONS: [Relation; 8] = [
     },
 ];
 
-/// Checks one row's metrics, as `results.csv` writes them in the order of [`METRICS`]: each a
-/// value its metric takes, and every relation between them. The message names the columns
-/// and their values.
-pub fn check_metrics(texts: &[String]) -> Result<(), String> {
-    debug_assert_eq!(texts.len(), METRICS.len());
-    let mut values: Values = [f64::NAN; METRICS.len()];
-    for ((value, text), metric) in values.iter_mut().zip(texts).zip(&METRICS) {
-        *value = parse_metric(text).map_err(|error| format!("{}: {error}", metric.name))?;
-        if let Some(problem) = problem(metric, *value) {
+/// A relation between the metrics of one service (and the run's operations) that every run
+/// satisfies.
+struct ServiceRelation {
+    /// The relation, as messages state it (after the service's name).
+    text: &'static str,
+    /// The columns it reads in the service's block, shown with their values when it does not
+    /// hold (and `operations`, which every such relation may read, too).
+    columns: &'static [usize],
+    /// Whether it holds for a service's values (each already in its domain) and the run's
+    /// operations.
+    holds: fn(&[f64], f64) -> bool,
+}
+
+/// The relations every service of every run satisfies: the summary computes both so.
+const SERVICE_RELATIONS: [ServiceRelation; 2] = [
+    ServiceRelation {
+        text: "requests = first_attempts + retries + status_checks",
+        columns: &[
+            SERVICE_REQUESTS,
+            SERVICE_FIRST_ATTEMPTS,
+            SERVICE_RETRIES,
+            SERVICE_STATUS_CHECKS,
+        ],
+        holds: |v, _| {
+            v[SERVICE_REQUESTS]
+                == v[SERVICE_FIRST_ATTEMPTS] + v[SERVICE_RETRIES] + v[SERVICE_STATUS_CHECKS]
+        },
+    },
+    ServiceRelation {
+        text: "amplification = requests / operations (0 without operations)",
+        columns: &[SERVICE_AMPLIFICATION, SERVICE_REQUESTS],
+        holds: |v, operations| {
+            let exact = if operations == 0.0 {
+                0.0
+            } else {
+                v[SERVICE_REQUESTS] / operations
+            };
+            written_as(v[SERVICE_AMPLIFICATION], exact)
+        },
+    },
+];
+
+/// Checks one row's metrics, as `results.csv` writes them in the order of `columns` (the run's
+/// [`METRICS`], then each service's [`SERVICE_METRICS`], service by service): each a value its
+/// metric takes, and every relation between them. The message names the columns and their
+/// values.
+pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), String> {
+    debug_assert_eq!(texts.len(), columns.len());
+    let mut all = Vec::with_capacity(texts.len());
+    for (text, metric) in texts.iter().zip(columns) {
+        let value = parse_metric(text).map_err(|error| format!("{}: {error}", metric.name))?;
+        if let Some(problem) = problem(metric, value) {
             return Err(format!("{} is {text:?}: {problem}", metric.name));
         }
+        all.push(value);
     }
-    match RELATIONS.iter().find(|relation| !(relation.holds)(&values)) {
-        None => Ok(()),
-        Some(relation) => {
-            let shown: Vec<String> = relation
-                .columns
-                .iter()
-                .map(|&column| {
-                    let text = texts[column].as_str();
-                    format!(
-                        "{}={}",
-                        METRICS[column].name,
-                        if text.is_empty() { "(empty)" } else { text }
-                    )
-                })
-                .collect();
-            Err(format!(
-                "{} does not hold: {}",
+    let (run, services) = all.split_at(METRICS.len());
+    let values: Values = run.try_into().expect("the run's metrics come first");
+    // `name=value` for each column of `shown`, by its position in the row.
+    let shown = |shown: &mut dyn Iterator<Item = usize>| {
+        shown
+            .map(|column| {
+                let text = texts[column].as_str();
+                format!(
+                    "{}={}",
+                    columns[column].name,
+                    if text.is_empty() { "(empty)" } else { text }
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(relation) = RELATIONS.iter().find(|relation| !(relation.holds)(&values)) {
+        return Err(format!(
+            "{} does not hold: {}",
+            relation.text,
+            shown(&mut relation.columns.iter().copied())
+        ));
+    }
+    for (block, service) in services.chunks(SERVICE_METRICS.len()).enumerate() {
+        let start = METRICS.len() + block * SERVICE_METRICS.len();
+        let failed = SERVICE_RELATIONS
+            .iter()
+            .find(|relation| !(relation.holds)(service, values[OPERATIONS]));
+        if let Some(relation) = failed {
+            let service_name = columns[start].service().unwrap_or_default();
+            let columns = relation.columns.iter().map(|column| start + column);
+            return Err(format!(
+                "at service {service_name}, {} does not hold: {}",
                 relation.text,
-                shown.join(", ")
-            ))
+                shown(&mut columns.chain([OPERATIONS]))
+            ));
         }
     }
+    Ok(())
 }
 
 /// At most this many characters of a value in a message.
@@ -357,6 +437,11 @@ mod tests {
         text.split(',').map(str::to_string).collect()
     }
 
+    /// The columns of a scenario without a topology: the run's metrics.
+    fn run_columns() -> Vec<NamedMetric> {
+        NamedMetric::all(&["upstream"])
+    }
+
     /// Rows real runs wrote at the edges of what the checks allow pass them: a circuit breaker
     /// that failed operations without sending them (amplification below 1), a p99 read at its
     /// bin's midpoint above the slowest operation, a run without operations (amplification 0, no
@@ -370,7 +455,7 @@ mod tests {
             "30124,27059,0.898254,901.966667,30124,0,1.000000,0,3065,3065,39.928867,36.527500,97.759500,192.422000,,1088.000000,,0,0.000000,",
             "72408,32125,0.443666,535.416667,321543,0,4.440711,0,0,683,115.522786,22.791500,2685.951500,2999.293000,8773.000000,8666.000000,475.700000,26485,3.750157,never",
         ] {
-            assert_eq!(check_metrics(&row(text)), Ok(()), "{text}");
+            assert_eq!(check_metrics(&row(text), &run_columns()), Ok(()), "{text}");
         }
     }
 

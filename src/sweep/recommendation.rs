@@ -14,11 +14,11 @@ use super::analysis::{Edge, Effect, Identical, edges, effect, intervals_overlap,
 use super::report::{Aggregate, aggregate_text, meets};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
 use crate::charts::heatmap::Layout;
-use crate::metrics::{Better, Domain, Metric, metric};
+use crate::metrics::{Better, Domain, NamedMetric, domain};
 use crate::scenario::Policy;
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
-/// requirements and `--minimize` name: the peak load during and after the incident (a
+/// requirements and `--minimize` (or `--maximize`) name: the peak load during and after the incident (a
 /// synchronised herd shows in the second) and the recovery.
 pub const ALWAYS_DRAWN: [&str; 3] = ["peak_incident_rps", "peak_after_rps", "recovery_s"];
 
@@ -33,14 +33,14 @@ pub struct Verdict {
     pub meeting: Vec<usize>,
     /// The recommended point or, if none meets the requirements, the closest.
     pub chosen: Option<usize>,
-    /// The metrics of the front: the minimised one first, then the requirements', each once;
-    /// not those with no better direction.
-    pub front_metrics: Vec<&'static Metric>,
+    /// The metrics of the front: the optimised one first (better the way it is optimised),
+    /// then the requirements', each once; not those with no better direction.
+    pub front_metrics: Vec<NamedMetric>,
     /// The Pareto front, among the meeting points (all points if none meets them), in order of
     /// the first of `front_metrics`, best first.
     pub front: Vec<usize>,
     /// The metrics drawn as heatmaps (none if the grid cannot be drawn).
-    pub heatmaps: Vec<&'static Metric>,
+    pub heatmaps: Vec<NamedMetric>,
 }
 
 /// Decimals that write `value` in six significant digits: none from 100,000 up, six below 1.
@@ -193,13 +193,13 @@ fn without_values(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut St
     let names = prepared
         .requirements
         .iter()
-        .map(|requirement| requirement.metric)
-        .chain(prepared.minimize);
+        .map(|requirement| requirement.metric.as_str())
+        .chain(prepared.objective.iter().map(|metric| metric.name.as_str()));
     let points = prepared.spec.point_count();
     let mut seen = Vec::new();
     let mut lines = Vec::new();
     for name in names {
-        let Some(metric) = metric(name).filter(|_| !seen.contains(&name)) else {
+        let Some(domain) = domain(name).filter(|_| !seen.contains(&name)) else {
             continue;
         };
         seen.push(name);
@@ -209,7 +209,7 @@ fn without_values(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut St
                 .count()
         };
         let undefined = count(f64::is_nan);
-        match metric.domain {
+        match domain {
             Domain::Recovery => lines.push(format!(
                 "  {name}: {undefined} of {points} undefined (no incident), {} never",
                 count(f64::is_infinite)
@@ -251,13 +251,16 @@ pub(super) fn recommendation(
             requirements.join(", ")
         }
     );
-    let _ = writeln!(
-        text,
-        "minimise: {}",
-        prepared
-            .minimize
-            .unwrap_or("nothing (first point that meets the requirements)")
-    );
+    let _ = match &prepared.objective {
+        Some(metric) if metric.better == Better::Higher => {
+            writeln!(text, "maximise: {}", metric.name)
+        }
+        Some(metric) => writeln!(text, "minimise: {}", metric.name),
+        None => writeln!(
+            text,
+            "minimise: nothing (first point that meets the requirements)"
+        ),
+    };
     let points = spec.point_count();
     let seeds = prepared.seeds.len();
     let meeting: Vec<usize> = (0..points)
@@ -270,18 +273,18 @@ pub(super) fn recommendation(
         if seeds == 1 { "" } else { "s" }
     );
     without_values(prepared, aggregate, &mut text);
-    // Meeting points by the metric to minimise, best first, ties in grid order.
-    let ranked: Vec<usize> = match prepared.minimize {
+    // Meeting points by the metric to optimise, best first, ties in grid order.
+    let ranked: Vec<usize> = match &prepared.objective {
         Some(metric) => {
+            let mean = |point: usize| aggregate.mean(point, &metric.name);
             let mut ranked: Vec<usize> = meeting
                 .iter()
                 .copied()
-                .filter(|&point| !aggregate.mean(point, metric).is_nan())
+                .filter(|&point| !mean(point).is_nan())
                 .collect();
-            ranked.sort_by(|&a, &b| {
-                aggregate
-                    .mean(a, metric)
-                    .total_cmp(&aggregate.mean(b, metric))
+            ranked.sort_by(|&a, &b| match metric.better {
+                Better::Higher => mean(b).total_cmp(&mean(a)),
+                Better::Lower | Better::Neither => mean(a).total_cmp(&mean(b)),
             });
             ranked
         }
@@ -297,7 +300,7 @@ pub(super) fn recommendation(
             spec.describe_point(best),
             objective_text(prepared, aggregate, best)
         );
-        if let Some(metric) = prepared.minimize {
+        if let Some(metric) = &prepared.objective {
             match ranked.iter().find(|&&point| !identical.same(point, best)) {
                 Some(&runner_up) => {
                     let _ = writeln!(
@@ -355,7 +358,7 @@ pub(super) fn recommendation(
             .iter()
             .map(|metric| metric.better)
             .collect::<Vec<_>>(),
-        |point, index| aggregate.mean(point, front_metrics[index].name),
+        |point, index| aggregate.mean(point, &front_metrics[index].name),
     );
     text.push('\n');
     front_section(
@@ -373,6 +376,8 @@ pub(super) fn recommendation(
     let heatmaps = heatmap_section(prepared, aggregate, &front_metrics, &mut text);
     if let Some(best) = recommended {
         text.push('\n');
+        reproduce_section(prepared, best, &mut text);
+        text.push('\n');
         snippet(prepared, best, &mut text)?;
     }
     Ok((
@@ -387,14 +392,14 @@ pub(super) fn recommendation(
     ))
 }
 
-/// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to minimise and the
+/// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to optimise and the
 /// half width of its 95% interval; empty without one.
 fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> String {
-    let Some(metric) = prepared.minimize else {
+    let Some(metric) = &prepared.objective else {
         return String::new();
     };
-    let (mean, half_width) = aggregate.interval(point, metric);
-    let mut text = format!(" ({metric} {}", aggregate_text(mean));
+    let (mean, half_width) = aggregate.interval(point, &metric.name);
+    let mut text = format!(" ({} {}", metric.name, aggregate_text(mean));
     if !half_width.is_nan() {
         let _ = write!(text, " ± {}", aggregate_text(half_width));
     }
@@ -403,15 +408,16 @@ fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize)
 }
 
 /// Whether the seeds tell the recommended point from the runner-up: a line when their 95%
-/// intervals of the metric to minimise are apart, a warning when they overlap or are missing.
+/// intervals of the metric to optimise are apart, a warning when they overlap or are missing.
 fn compare(
     aggregate: &Aggregate,
-    metric: &str,
+    objective: &NamedMetric,
     (best, runner_up): (usize, usize),
     seeds: usize,
     text: &mut String,
     warnings: &mut Vec<String>,
 ) {
+    let metric = objective.name.as_str();
     let (a, b) = (
         aggregate.interval(best, metric),
         aggregate.interval(runner_up, metric),
@@ -428,7 +434,12 @@ fn compare(
         Some(false) if a.0.is_finite() && b.0.is_finite() => {
             let _ = writeln!(
                 text,
-                "confidence: point {best} has the lower {metric} with {seeds_text}: the 95% intervals do not overlap ({} and {})",
+                "confidence: point {best} has the {} {metric} with {seeds_text}: the 95% intervals do not overlap ({} and {})",
+                if objective.better == Better::Higher {
+                    "higher"
+                } else {
+                    "lower"
+                },
                 range(a),
                 range(b)
             );
@@ -440,18 +451,20 @@ fn compare(
     }
 }
 
-/// The metrics of the front: the minimised one first, then each requirement's, once each, but
+/// The metrics of the front: the optimised one first (better the way it is optimised, which
+/// a metric without a direction takes from the flag), then each requirement's, once each, but
 /// not one without a better direction (nothing dominates in it).
-fn front_metrics(prepared: &PreparedSweep) -> Vec<&'static Metric> {
-    let mut metrics: Vec<&'static Metric> = Vec::new();
-    let named = prepared
-        .minimize
-        .into_iter()
-        .chain(prepared.requirements.iter().map(|r| r.metric));
-    for name in named {
-        let metric = metric(name).expect("a known metric");
-        if metric.better != Better::Neither && !metrics.iter().any(|m| m.name == name) {
-            metrics.push(metric);
+fn front_metrics(prepared: &PreparedSweep) -> Vec<NamedMetric> {
+    let mut metrics: Vec<NamedMetric> = Vec::new();
+    let named = prepared.objective.iter().chain(
+        prepared
+            .requirements
+            .iter()
+            .map(|requirement| prepared.column(&requirement.metric)),
+    );
+    for metric in named {
+        if metric.better != Better::Neither && !metrics.iter().any(|m| m.name == metric.name) {
+            metrics.push(metric.clone());
         }
     }
     metrics
@@ -462,7 +475,7 @@ fn front_metrics(prepared: &PreparedSweep) -> Vec<&'static Metric> {
 fn front_section(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
-    (metrics, front): (&[&'static Metric], &[usize]),
+    (metrics, front): (&[NamedMetric], &[usize]),
     (meeting, chosen, identical): (usize, Option<usize>, &Identical),
     text: &mut String,
 ) {
@@ -543,9 +556,9 @@ fn front_section(
     for metric in metrics {
         let means: Vec<f64> = shown
             .iter()
-            .map(|&point| aggregate.mean(point, metric.name))
+            .map(|&point| aggregate.mean(point, &metric.name))
             .collect();
-        columns.push(Column::numbers(metric.name, &means));
+        columns.push(Column::numbers(&metric.name, &means));
     }
     columns.push(Column::text(
         "identical",
@@ -565,7 +578,7 @@ fn front_section(
 fn sensitivity_section(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
-    metrics: &[&'static Metric],
+    metrics: &[NamedMetric],
     text: &mut String,
 ) {
     let spec = &prepared.spec;
@@ -589,7 +602,7 @@ fn sensitivity_section(
         .map(|&axis| {
             metrics
                 .iter()
-                .map(|metric| effect(spec, axis, |point| aggregate.mean(point, metric.name)))
+                .map(|metric| effect(spec, axis, |point| aggregate.mean(point, &metric.name)))
                 .collect()
         })
         .collect();
@@ -637,7 +650,7 @@ fn sensitivity_section(
             .map(|&index| effects[index][metric_index])
             .collect();
         let ranges: Vec<f64> = of_metric.iter().map(|effect| effect.mean_range).collect();
-        let mut column = Column::numbers(metric.name, &ranges);
+        let mut column = Column::numbers(&metric.name, &ranges);
         for (cell, effect) in column.cells.iter_mut().zip(&of_metric) {
             if effect.combinations < effect.of && effect.combinations > 0 {
                 let _ = write!(cell, " ({} of {})", effect.combinations, effect.of);
@@ -718,9 +731,9 @@ fn identical_section(prepared: &PreparedSweep, identical: &[Vec<usize>], text: &
 fn heatmap_section(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
-    front_metrics: &[&'static Metric],
+    front_metrics: &[NamedMetric],
     text: &mut String,
-) -> Vec<&'static Metric> {
+) -> Vec<NamedMetric> {
     if Layout::of(&prepared.spec).is_none() {
         let _ = writeln!(
             text,
@@ -728,22 +741,27 @@ fn heatmap_section(
         );
         return Vec::new();
     }
-    let mut wanted: Vec<&'static Metric> = front_metrics.to_vec();
+    let mut wanted: Vec<NamedMetric> = front_metrics.to_vec();
     for name in prepared
         .requirements
         .iter()
-        .map(|requirement| requirement.metric)
+        .map(|requirement| requirement.metric.as_str())
         .chain(ALWAYS_DRAWN)
     {
         if !wanted.iter().any(|metric| metric.name == name) {
-            wanted.push(metric(name).expect("a known metric"));
+            wanted.push(prepared.column(name).clone());
         }
     }
     let points = prepared.spec.point_count();
-    let (drawn, constant): (Vec<&'static Metric>, Vec<&'static Metric>) =
+    let (drawn, constant): (Vec<NamedMetric>, Vec<NamedMetric>) =
         wanted.into_iter().partition(|metric| {
-            let first = aggregate.mean(0, metric.name);
-            (1..points).any(|point| aggregate.mean(point, metric.name).total_cmp(&first).is_ne())
+            let first = aggregate.mean(0, &metric.name);
+            (1..points).any(|point| {
+                aggregate
+                    .mean(point, &metric.name)
+                    .total_cmp(&first)
+                    .is_ne()
+            })
         });
     let names: Vec<String> = drawn.iter().map(|metric| metric.name.to_string()).collect();
     let _ = writeln!(
@@ -760,30 +778,71 @@ fn heatmap_section(
             text,
             "  {} is {} at every point: no heatmap",
             metric.name,
-            short(aggregate.mean(0, metric.name))
+            short(aggregate.mean(0, &metric.name))
         );
     }
     drawn
 }
 
-/// The recommended point's `[[policy]]` table. Grid keys of the topology go into its
-/// `overrides`, so that the pasted policy runs against the topology the point ran against;
-/// keys of neither the policy nor the topology (`clients.count`) are named in a comment, as a
-/// policy cannot carry them.
+/// The command that runs the recommended point itself, on the scenario file as it is, and
+/// which of its runs and seeds is the point.
+fn reproduce_section(prepared: &PreparedSweep, point: usize, text: &mut String) {
+    let others: Vec<String> = prepared.seeds[1..]
+        .iter()
+        .map(|seed| format!("--seed {seed}"))
+        .collect();
+    let _ = writeln!(
+        text,
+        "reproduce: point {point} is policy {:?} of this run, on the sweep's first seed ({}){}:\n  {}",
+        prepared.spec.policy,
+        prepared.seeds[0],
+        match others.as_slice() {
+            [] => String::new(),
+            [other] => format!("; {other} runs its other seed"),
+            _ => format!(
+                "; {} runs another of its seeds",
+                listed(&others).replace(" and ", " or ")
+            ),
+        },
+        prepared.spec.run_command(point)
+    );
+}
+
+/// The recommended point's `[[policy]]` table. Keys of the topology, of the grid and of
+/// `--set`, go into its `overrides`, so that the pasted policy runs against the topology the
+/// point ran against (a `--set` the policy overrides itself did not change its run, and stays
+/// out); keys of neither the policy nor the topology (`clients.count`) are named in a comment,
+/// as a policy cannot carry them.
 fn snippet(prepared: &PreparedSweep, point: usize, text: &mut String) -> Result<(), SweepError> {
     let spec = &prepared.spec;
     let scenario = spec.scenario_for(point)?;
     let mut policy = scenario.policy[0].clone();
     let mut elsewhere = Vec::new();
-    for (axis, value) in spec.axes.iter().zip(spec.point_values(point)) {
-        match topology_keys(&scenario, &axis.key) {
+    // `--set` first, so that a grid value of the same key replaces it, as in the sweep.
+    let fixed = spec
+        .fixed
+        .iter()
+        .map(|(key, value)| (key.as_str(), value.as_str(), false));
+    let grid = spec
+        .axes
+        .iter()
+        .zip(spec.point_values(point))
+        .map(|(axis, value)| (axis.key.as_str(), value, true));
+    for (key, value, from_grid) in fixed.chain(grid) {
+        match topology_keys(&scenario, key) {
             Some(keys) => {
                 for key in keys {
-                    policy.overrides.entries.insert(key, toml_value(value));
+                    let entry = policy.overrides.entries.entry(key);
+                    if from_grid {
+                        entry.insert_entry(toml_value(value));
+                    } else {
+                        entry.or_insert_with(|| toml_value(value));
+                    }
                 }
             }
-            None if !axis.key.starts_with("policy.") => {
-                elsewhere.push(format!("{} = {value}", axis.key));
+            None if !key.starts_with("policy.") => {
+                elsewhere.retain(|set: &String| !set.starts_with(&format!("{key} = ")));
+                elsewhere.push(format!("{key} = {value}"));
             }
             None => {}
         }
@@ -818,7 +877,7 @@ fn closest(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) -
             .requirements
             .iter()
             .filter_map(|requirement| {
-                let value = aggregate.mean(point, requirement.metric);
+                let value = aggregate.mean(point, &requirement.metric);
                 let shortfall = requirement.shortfall(value);
                 (shortfall > 0.0).then(|| (requirement.to_string(), value, shortfall))
             })
@@ -859,10 +918,20 @@ mod tests {
     use crate::metrics::{METRICS, format_metric};
     use crate::sweep::SweepSpec;
     use crate::sweep::report::finalize;
+    use std::path::Path;
 
     /// The bundled tuning scenario over `policy.base=50ms,100ms,200ms` x
     /// `policy.max_attempts=1,2` (point = 2 * base index + attempts index), two seeds.
     fn prepared(requirement: &str) -> PreparedSweep {
+        prepared_to(requirement, Some("p99_ms"), None)
+    }
+
+    /// As [`prepared`], minimising or maximising the metrics given.
+    fn prepared_to(
+        requirement: &str,
+        minimize: Option<&str>,
+        maximize: Option<&str>,
+    ) -> PreparedSweep {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tuning.toml");
         SweepSpec {
             scenario_path: path.display().to_string(),
@@ -875,7 +944,8 @@ mod tests {
             seeds: 2,
             policy: "tuned".into(),
             requirements: vec![requirement.into()],
-            minimize: Some("p99_ms".into()),
+            minimize: minimize.map(String::from),
+            maximize: maximize.map(String::from),
         }
         .prepare()
         .unwrap()
@@ -944,7 +1014,8 @@ mod tests {
     #[test]
     fn the_recommendation_explains_itself_with_values_known_in_closed_form() {
         let (_, text) = finalize(&prepared("success_rate>=0.9"), &rows(), &[]).unwrap();
-        let (explained, snippet) = text.split_once("# Paste into a scenario:\n").unwrap();
+        let (explained, reproduce) = text.split_once("reproduce: ").unwrap();
+        let (reproduce, snippet) = reproduce.split_once("# Paste into a scenario:\n").unwrap();
         assert_eq!(
             explained,
             "\
@@ -976,6 +1047,16 @@ heatmaps (yellow is the better end of each): p99_ms, success_rate, peak_incident
   peak_after_rps is 0 at every point: no heatmap
 
 "
+        );
+        // The command runs the point on the scenario's own seed, the first of the sweep's.
+        assert_eq!(
+            reproduce,
+            format!(
+                "point 4 is policy \"tuned\" of this run, on the sweep's first seed (7); --seed 7191089600892374487 runs its other seed:\n  retrystorm run {} --set policy.base=200ms --set policy.max_attempts=1\n\n",
+                Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("scenarios/tuning.toml")
+                    .display()
+            )
         );
         // The snippet carries the point's values, where the scenario has 100ms and 3.
         assert!(snippet.contains("base = \"200ms\"\n"), "{snippet}");
@@ -1010,6 +1091,56 @@ point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
         assert!(text.starts_with(expected_start), "{text}");
         assert!(!text.contains("runner-up"), "{text}");
         assert!(!text.contains("[[policy]]"), "{text}");
+    }
+
+    /// `--maximize success_rate` recommends the point with the highest mean success: points 3
+    /// and 5 (identical) at 0.99, the first of them, with point 4 (0.97) the runner-up, as the
+    /// front's first metric, better higher. `--minimize success_rate` is refused with the flag
+    /// to use, as `--maximize p99_ms` is: on main `--minimize success_rate` recommended the
+    /// point of the lowest success, and `--maximize` did not exist.
+    #[test]
+    fn maximise_recommends_the_highest_mean_and_a_direction_against_the_metric_is_refused() {
+        let maximised = prepared_to("success_rate>=0.9", None, Some("success_rate"));
+        let (_, text) = finalize(&maximised, &rows(), &[]).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "maximise: success_rate");
+        assert!(
+            lines[3].starts_with(
+                "recommended: point 3: policy.base=100ms policy.max_attempts=2 (success_rate 0.990000"
+            ),
+            "{text}"
+        );
+        assert!(
+            lines[4].starts_with(
+                "runner-up: point 4: policy.base=200ms policy.max_attempts=1 (success_rate 0.970000"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("over success_rate (higher is better): "),
+            "{text}"
+        );
+        let refuse = |minimize: Option<&str>, maximize: Option<&str>| {
+            let spec = SweepSpec {
+                minimize: minimize.map(String::from),
+                maximize: maximize.map(String::from),
+                ..maximised.spec.clone()
+            };
+            spec.prepare().unwrap_err().to_string()
+        };
+        assert_eq!(
+            refuse(Some("success_rate"), None),
+            "--minimize success_rate: higher is better for success_rate (Operations that succeeded, as a share of those started), so --minimize would recommend the worst point; use --maximize success_rate"
+        );
+        assert!(refuse(None, Some("p99_ms")).ends_with("use --minimize p99_ms"));
+        assert!(
+            refuse(Some("p99_ms"), Some("success_rate"))
+                .starts_with("--minimize and --maximize are exclusive")
+        );
+        // A metric without a direction takes the flag's.
+        assert!(refuse(Some("operations"), Some("operations")).contains("exclusive"));
+        let count = prepared_to("success_rate>=0.9", None, Some("operations"));
+        assert_eq!(count.objective.unwrap().better, Better::Higher);
     }
 
     /// Numbers in the text keep six significant digits and drop trailing zeros; in a table's

@@ -2,7 +2,7 @@
 //!
 //! | file | content |
 //! |---|---|
-//! | `results.csv` | one row per point and seed: grid values and every summary metric |
+//! | `results.csv` | one row per point and seed: grid values, every summary metric, and in a topology every service's (`amplification@db`) |
 //! | `aggregate.csv` | one row per point: mean and 95% confidence interval of each metric |
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, scenario text included, so shards can be merged |
@@ -13,6 +13,7 @@
 //! checks that the shards belong together and cover the sweep once, and hands the combined rows
 //! to [`finalize`], as a single run does.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
@@ -24,7 +25,7 @@ use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric
 use crate::charts::heatmap::{self, HeatmapData};
 use crate::charts::pareto::{self, ParetoData};
 use crate::charts::{ChartError, Format};
-use crate::metrics::{METRICS, metric_index, metric_names};
+use crate::metrics::NamedMetric;
 
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);
@@ -99,30 +100,37 @@ fn csv_bytes(header: &[String], rows: impl Iterator<Item = Vec<String>>) -> Vec<
     writer.into_inner().expect("writing to memory")
 }
 
-/// The header of `results.csv`.
-fn results_header(spec: &SweepSpec) -> Vec<String> {
+/// The header of `results.csv`: point, seed, the grid keys and the metrics (`columns`).
+fn results_header(spec: &SweepSpec, columns: &[NamedMetric]) -> Vec<String> {
     let mut header = vec!["point".to_string(), "seed".to_string()];
     header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
-    header.extend(metric_names().map(str::to_string));
+    header.extend(columns.iter().map(|metric| metric.name.clone()));
     header
 }
 
-/// `results.csv` for `rows`, which are ordered by point and seed.
-pub fn results_csv(spec: &SweepSpec, seeds: &[u64], rows: &[ResultRow]) -> Vec<u8> {
+/// `results.csv` for `rows`, which are ordered by point and seed, of the metrics `columns`.
+pub fn results_csv(
+    spec: &SweepSpec,
+    columns: &[NamedMetric],
+    seeds: &[u64],
+    rows: &[ResultRow],
+) -> Vec<u8> {
     let lines = rows.iter().map(|row| {
         let mut line = vec![row.point.to_string(), seeds[row.seed_index].to_string()];
         line.extend(spec.point_values(row.point).into_iter().map(str::to_string));
         line.extend(row.metrics.iter().cloned());
         line
     });
-    csv_bytes(&results_header(spec), lines)
+    csv_bytes(&results_header(spec, columns), lines)
 }
 
 /// Reads `results.csv` back into rows, checking them against the sweep: a point and a seed it
-/// has, the point's grid values, and metrics a run can produce ([`check_metrics`]).
+/// has, the point's grid values, and values of its metrics (`columns`) a run can produce
+/// ([`check_metrics`]).
 pub fn read_results(
     path: &Path,
     spec: &SweepSpec,
+    columns: &[NamedMetric],
     seeds: &[u64],
 ) -> Result<Vec<ResultRow>, String> {
     let where_ = path.display();
@@ -133,7 +141,7 @@ pub fn read_results(
         .iter()
         .map(str::to_string)
         .collect();
-    if header != results_header(spec) {
+    if header != results_header(spec, columns) {
         return Err(format!("{where_}: the columns are not those of this sweep"));
     }
     let axes = spec.axes.len();
@@ -171,7 +179,7 @@ pub fn read_results(
             }
         }
         let metrics: Vec<String> = record.iter().skip(2 + axes).map(str::to_string).collect();
-        check_metrics(&metrics).map_err(|error| bad(&error))?;
+        check_metrics(&metrics, columns).map_err(|error| bad(&error))?;
         rows.push(ResultRow {
             point,
             seed_index,
@@ -183,33 +191,47 @@ pub fn read_results(
 
 /// Per point: mean and interval half-width of each metric.
 pub(super) struct Aggregate {
-    /// `[point][metric] = (mean, half width)`.
-    values: Vec<[(f64, f64); METRICS.len()]>,
+    /// `[point * columns + metric] = (mean, half width)`, metrics in the order of the columns.
+    values: Vec<(f64, f64)>,
+    /// Each metric's position among the columns, by name.
+    index: BTreeMap<String, usize>,
 }
 
 impl Aggregate {
-    /// From `rows` ordered by point (as [`merge`] and [`PreparedSweep::run`] return them), in
-    /// one pass over them: a million points cost a million steps, not a million passes.
-    fn new(points: usize, rows: &[ResultRow]) -> Aggregate {
+    /// From `rows` ordered by point (as [`merge`] and [`PreparedSweep::run`] return them) of the
+    /// metrics `columns`, in one pass over them: a million points cost a million steps, not a
+    /// million passes.
+    fn new(columns: &[NamedMetric], points: usize, rows: &[ResultRow]) -> Aggregate {
         debug_assert!(rows.is_sorted_by_key(|row| row.point));
         let mut groups = rows.chunk_by(|a, b| a.point == b.point).peekable();
         let mut samples = Vec::new();
-        let mut values = Vec::with_capacity(points);
+        let mut values = Vec::with_capacity(points * columns.len());
         for point in 0..points {
             let of_point = groups
                 .next_if(|group| group[0].point == point)
                 .unwrap_or_default();
-            values.push(std::array::from_fn(|metric| {
+            for metric in 0..columns.len() {
                 samples.clear();
                 samples.extend(
                     of_point
                         .iter()
                         .map(|row| parse_metric(&row.metrics[metric]).expect("checked when read")),
                 );
-                mean_and_interval(&samples)
-            }));
+                values.push(mean_and_interval(&samples));
+            }
         }
-        Aggregate { values }
+        let index = columns
+            .iter()
+            .enumerate()
+            .map(|(index, metric)| (metric.name.clone(), index))
+            .collect();
+        Aggregate { values, index }
+    }
+
+    /// Each metric's means and half widths at `point`, in the order of the columns.
+    fn of_point(&self, point: usize) -> &[(f64, f64)] {
+        let width = self.index.len();
+        &self.values[point * width..(point + 1) * width]
     }
 
     /// The mean of `metric` at `point`.
@@ -219,8 +241,8 @@ impl Aggregate {
 
     /// The mean of `metric` at `point` and the half width of its 95% interval.
     pub(super) fn interval(&self, point: usize, metric: &str) -> (f64, f64) {
-        let index = metric_index(metric).expect("a known metric");
-        self.values[point][index]
+        let index = self.index[metric];
+        self.of_point(point)[index]
     }
 }
 
@@ -229,7 +251,7 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
     let mut header = vec!["point".to_string()];
     header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
     header.push("seeds".into());
-    for name in metric_names() {
+    for name in prepared.columns.iter().map(|metric| &metric.name) {
         header.extend([
             format!("{name}_mean"),
             format!("{name}_ci_low"),
@@ -241,7 +263,7 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
         let mut row = vec![point.to_string()];
         row.extend(spec.point_values(point).into_iter().map(str::to_string));
         row.push(prepared.seeds.len().to_string());
-        for &(mean, half_width) in &aggregate.values[point] {
+        for &(mean, half_width) in aggregate.of_point(point) {
             row.extend([
                 aggregate_text(mean),
                 aggregate_text(mean - half_width),
@@ -259,7 +281,7 @@ pub(super) fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usiz
     prepared
         .requirements
         .iter()
-        .all(|requirement| requirement.holds(aggregate.mean(point, requirement.metric)))
+        .all(|requirement| requirement.holds(aggregate.mean(point, &requirement.metric)))
 }
 
 fn sweep_json(prepared: &PreparedSweep) -> Vec<u8> {
@@ -291,7 +313,7 @@ pub fn shard_files(
     vec![
         (
             "results.csv".into(),
-            results_csv(&prepared.spec, &prepared.seeds, rows),
+            results_csv(&prepared.spec, &prepared.columns, &prepared.seeds, rows),
         ),
         ("sweep.json".into(), sweep_json(prepared)),
         ("shard.json".into(), shard_json),
@@ -306,12 +328,12 @@ pub fn finalize(
     formats: &[Format],
 ) -> Result<(Vec<OutputFile>, String), SweepError> {
     let points = prepared.spec.point_count();
-    let aggregate = Aggregate::new(points, rows);
+    let aggregate = Aggregate::new(&prepared.columns, points, rows);
     let (recommendation, verdict) = recommendation(prepared, &aggregate, rows)?;
     let mut files = vec![
         (
             "results.csv".to_string(),
-            results_csv(&prepared.spec, &prepared.seeds, rows),
+            results_csv(&prepared.spec, &prepared.columns, &prepared.seeds, rows),
         ),
         (
             "aggregate.csv".to_string(),
@@ -337,14 +359,14 @@ pub fn finalize(
         }
     }
     if let Some(layout) = heatmap::Layout::of(&prepared.spec) {
-        for &metric in &verdict.heatmaps {
+        for metric in &verdict.heatmaps {
             let data = HeatmapData {
                 scenario: prepared.name.clone(),
                 policy: prepared.spec.policy.clone(),
-                metric,
+                metric: metric.clone(),
                 layout: layout.clone(),
                 means: (0..points)
-                    .map(|point| aggregate.mean(point, metric.name))
+                    .map(|point| aggregate.mean(point, &metric.name))
                     .collect(),
                 meets: meets.clone(),
                 chosen: verdict.chosen,
@@ -361,8 +383,9 @@ pub fn finalize(
     Ok((files, recommendation))
 }
 
-/// The Pareto chart: the first requirement's metric across and the minimised one up (with no
-/// `--minimize`, the front's second metric up); none if the front has fewer than two metrics.
+/// The Pareto chart: the first requirement's metric across and the optimised one up (with
+/// neither `--minimize` nor `--maximize`, the front's second metric up); none if the front has
+/// fewer than two metrics.
 fn pareto_data(
     prepared: &PreparedSweep,
     aggregate: &Aggregate,
@@ -370,9 +393,9 @@ fn pareto_data(
     meets: &[bool],
 ) -> Option<ParetoData> {
     let metrics = &verdict.front_metrics;
-    let (x, y) = match prepared.minimize {
-        Some(_) => (*metrics.get(1)?, metrics[0]),
-        None => (*metrics.first()?, *metrics.get(1)?),
+    let (x, y) = match prepared.objective {
+        Some(_) => (metrics.get(1)?, &metrics[0]),
+        None => (metrics.first()?, metrics.get(1)?),
     };
     let bounds = prepared
         .requirements
@@ -388,14 +411,20 @@ fn pareto_data(
             Some((axis, requirement.bound, requirement.to_string()))
         })
         .collect();
+    let points = (0..prepared.spec.point_count())
+        .map(|point| {
+            (
+                aggregate.mean(point, &x.name),
+                aggregate.mean(point, &y.name),
+            )
+        })
+        .collect();
     Some(ParetoData {
         scenario: prepared.name.clone(),
         policy: prepared.spec.policy.clone(),
-        x,
-        y,
-        points: (0..prepared.spec.point_count())
-            .map(|point| (aggregate.mean(point, x.name), aggregate.mean(point, y.name)))
-            .collect(),
+        x: x.clone(),
+        y: y.clone(),
+        points,
         meets: meets.to_vec(),
         front: verdict.front.clone(),
         chosen: verdict.chosen,
@@ -403,10 +432,13 @@ fn pareto_data(
     })
 }
 
+/// The first shard's manifest as read: its bytes, the sweep, its seeds and its columns.
+type FirstShard = (Vec<u8>, SweepSpec, Vec<u64>, Vec<NamedMetric>);
+
 /// Reads shard folders, checks that they are the shards of one sweep, each exactly once, and
 /// returns the sweep's definition and all rows ordered by point and seed.
 pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
-    let mut manifest: Option<(Vec<u8>, SweepSpec, Vec<u64>)> = None;
+    let mut manifest: Option<FirstShard> = None;
     let mut shards: Vec<Shard> = Vec::new();
     let mut rows = Vec::new();
     for folder in folders {
@@ -455,9 +487,18 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                     derived
                 ));
             }
-            manifest = Some((manifest_bytes.clone(), parsed.spec, parsed.seed_values));
+            let columns = parsed
+                .spec
+                .columns()
+                .map_err(|error| format!("{}: {error}", folder.join("sweep.json").display()))?;
+            manifest = Some((
+                manifest_bytes.clone(),
+                parsed.spec,
+                parsed.seed_values,
+                columns,
+            ));
         }
-        let (first_bytes, spec, seeds) = manifest.as_ref().expect("set above");
+        let (first_bytes, spec, seeds, columns) = manifest.as_ref().expect("set above");
         if *first_bytes != manifest_bytes {
             let first = folders[0].display().to_string();
             return Err(format!(
@@ -479,7 +520,7 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
             ));
         }
         let results = folder.join("results.csv");
-        let mut shard_rows = read_results(&results, spec, seeds)?;
+        let mut shard_rows = read_results(&results, spec, columns, seeds)?;
         if let Some(row) = shard_rows.iter().find(|row| !shard.owns(row.point)) {
             return Err(format!(
                 "{}: point {} does not belong to shard {shard}",
@@ -517,7 +558,7 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
         shards.push(shard);
         rows.extend(shard_rows);
     }
-    let Some((_, spec, _)) = manifest else {
+    let Some((_, spec, _, _)) = manifest else {
         return Err("merge needs at least one shard folder".into());
     };
     let count = shards[0].count;

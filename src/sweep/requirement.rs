@@ -8,8 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metrics::{Domain, metric_names};
-use crate::suggest::did_you_mean;
+use crate::metrics::{Domain, check_name, domain};
 
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,27 +58,18 @@ impl Comparison {
     }
 }
 
-/// A metric name checked against the summary's metrics.
-pub fn metric_name(name: &str) -> Result<&'static str, String> {
-    metric_names()
-        .find(|metric| *metric == name)
-        .ok_or_else(|| {
-            let hint = did_you_mean(name, metric_names())
-                .map(|near| format!(" (did you mean `{near}`?)"))
-                .unwrap_or_default();
-            format!(
-                "unknown metric `{name}`{hint}; valid: {}",
-                metric_names().collect::<Vec<_>>().join(", ")
-            )
-        })
+/// A metric name checked as far as it can be without the scenario: a run's metric, or a
+/// service's as `METRIC@SERVICE`, whose service the sweep checks against the scenario.
+pub fn metric_name(name: &str) -> Result<String, String> {
+    check_name(name).map(|()| name.to_string())
 }
 
 /// `METRIC OP VALUE`, optionally `or never` and `or undefined`, evaluated on the mean over a
 /// point's seeds (undefined if it is undefined on some seed, `never` if it is on some seed).
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Requirement {
-    /// The metric.
-    pub metric: &'static str,
+    /// The metric's name (`success_rate`, `amplification@db`).
+    pub metric: String,
     /// How it is compared.
     pub comparison: Comparison,
     /// With what.
@@ -184,10 +174,10 @@ impl FromStr for Requirement {
                     rest.join(" ")
                 ));
             };
-            let domain = crate::metrics::metric(metric).map(|metric| metric.domain);
-            if !domain.is_some_and(|domain| domains.contains(&domain)) {
+            if !domain(&requirement.metric).is_some_and(|domain| domains.contains(&domain)) {
                 return Err(format!(
-                    "{text:?}: `{metric}` cannot be {name}, so `or {name}` accepts nothing; {}",
+                    "{text:?}: `{}` cannot be {name}, so `or {name}` accepts nothing; {}",
+                    requirement.metric,
                     if *name == "never" {
                         "only recovery_s can be never"
                     } else {

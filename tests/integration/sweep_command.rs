@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use retrystorm::metrics::METRICS;
+use retrystorm::metrics::{METRICS, NamedMetric};
 use retrystorm::sweep::check::check_metrics;
 
 use crate::support::assert_contains;
@@ -676,36 +676,60 @@ fn merge_refuses_rows_whose_metrics_disagree() {
 }
 
 /// The relations `merge` enforces hold in every row of every committed example, whose
-/// scenarios include incidents, status checks, duplicates and unknown results: a change to the
-/// engine that breaks one shows here, not as a shard refused.
+/// scenarios include incidents, status checks, duplicates and unknown results, and topologies
+/// whose services' metrics (from `summary.json`) follow the run's: a change to the engine that
+/// breaks one shows here, not as a shard refused.
 #[test]
 fn every_committed_example_passes_the_checks_merge_makes() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("output");
-    let mut rows = 0;
+    let (mut rows, mut services_checked) = (0, 0);
     for entry in std::fs::read_dir(&root).unwrap() {
-        let path = entry.unwrap().path().join("summary.csv");
+        let folder = entry.unwrap().path();
+        let path = folder.join("summary.csv");
         if !path.exists() {
             continue;
         }
+        let summary: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(folder.join("summary.json")).unwrap()).unwrap();
         let mut reader = csv::Reader::from_path(&path).unwrap();
         let header = reader.headers().unwrap().clone();
         let columns: Vec<usize> = METRICS
             .iter()
             .map(|metric| header.iter().position(|name| name == metric.name).unwrap())
             .collect();
-        for record in reader.records() {
+        for (record, policy) in reader.records().zip(summary.as_array().unwrap()) {
             let record = record.unwrap();
-            let metrics: Vec<String> = columns
+            let mut metrics: Vec<String> = columns
                 .iter()
                 .map(|&column| record[column].to_string())
                 .collect();
+            let services = policy["services"].as_array().cloned().unwrap_or_default();
+            let names: Vec<&str> = services
+                .iter()
+                .map(|service| service["service"].as_str().unwrap())
+                .collect();
+            let named = NamedMetric::all(if names.is_empty() {
+                &["upstream"]
+            } else {
+                &names
+            });
+            for metric in &named[METRICS.len()..] {
+                let (name, service) = metric.name.split_once('@').unwrap();
+                let block = services.iter().find(|block| block["service"] == service);
+                metrics.push(metric.format(block.unwrap()[name].as_f64().unwrap()));
+                services_checked += 1;
+            }
             let line = record.position().unwrap().line();
-            check_metrics(&metrics)
+            check_metrics(&metrics, &named)
                 .unwrap_or_else(|error| panic!("{}:{line}: {error}", path.display()));
             rows += 1;
         }
     }
     assert!(rows >= 30, "{rows} rows");
+    assert!(
+        services_checked >= 100,
+        "{services_checked} service metrics"
+    );
 }
 
 /// A row's grid values are the point's: `merge` rebuilds them from the manifest when it writes
@@ -996,9 +1020,9 @@ fn a_grid_key_for_every_policy_sets_only_the_tuned_one() {
     assert_eq!(results.lines().count(), 3, "{results}");
 }
 
-/// The README's sweep prints the recommendation the README shows, up to its `[[policy]]`
-/// table: the command and the text are both taken from the README, so neither can drift from
-/// the code.
+/// The README's sweep prints the recommendation the README shows, then the command that
+/// reproduces its point, as the README shows it, up to its `[[policy]]` table: the commands and
+/// the text are all taken from the README, so none can drift from the code.
 #[test]
 fn the_readme_sweep_explains_itself_as_the_readme_shows() {
     let readme =
@@ -1031,8 +1055,473 @@ fn the_readme_sweep_explains_itself_as_the_readme_shows() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+    let reproduce = section
+        .split("followed by the command that runs the chosen point itself:\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n```").next())
+        .expect("the README's command that reproduces the point");
     let recommendation =
         std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
-    let (explained, _) = recommendation.split_once("\n\n# Paste").unwrap();
+    let (explained, rest) = recommendation.split_once("\n\nreproduce: ").unwrap();
     assert_eq!(explained, expected);
+    let (command, _) = rest.split_once("\n\n# Paste").unwrap();
+    assert_eq!(format!("reproduce: {command}"), reproduce);
+}
+
+/// Runs `retrystorm` with `args`, a sweep that must be refused before anything runs (nothing
+/// written to `out`); its error.
+fn sweep_refused(args: &[&str], out: &Path) -> String {
+    let output = retrystorm(args, "2");
+    assert_eq!(output.status.code(), Some(1), "{args:?} was accepted");
+    assert!(!out.exists(), "{args:?}: something ran");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A POSIX shell's words of `line`: split at spaces, single quotes kept together (enough for the
+/// commands the recommendation prints).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let (mut word, mut quoted, mut started) = (String::new(), false, false);
+    for c in line.chars() {
+        match c {
+            '\'' => (quoted, started) = (!quoted, true),
+            ' ' if !quoted => {
+                if started {
+                    words.push(std::mem::take(&mut word));
+                }
+                started = false;
+            }
+            _ => {
+                word.push(c);
+                started = true;
+            }
+        }
+    }
+    if started {
+        words.push(word);
+    }
+    words
+}
+
+/// The question a topology is about, asked of a sweep: how much load reaches the db. The
+/// api's retries are swept with `--minimize amplification@db` and a requirement on the db's
+/// queue, the edge's retries fixed by `--set`. `results.csv` has every service's metrics after
+/// the run's; the recommended point has the smallest mean amplification at the db; and the
+/// command the recommendation prints runs the point again: in its `summary.json` every metric
+/// of every service is the one `results.csv` has for that point on the first seed, and the
+/// pasted policy carries the `--set` of the topology as an override. On main,
+/// `--minimize amplification@db` was refused, `results.csv` had no service column, and the
+/// `[[policy]]` table left out what `--set` changed in the topology.
+#[test]
+fn a_sweep_minimises_a_services_metric_and_its_point_reproduces() {
+    let out = fresh("sweep-service-metric");
+    let output = retrystorm(
+        &[
+            "sweep",
+            "scenarios/retry-layers.toml",
+            "--policy",
+            "every layer retries",
+            "--set",
+            "service.edge.retry.max_attempts=1",
+            "--grid",
+            "service.api.retry.max_attempts=2,0",
+            "--seeds",
+            "2",
+            "--require",
+            "peak_queue_len@db<=100000",
+            "--minimize",
+            "amplification@db",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "2",
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let folder = out.join("retry-layers-sweep");
+    let mut reader = csv::Reader::from_path(folder.join("results.csv")).unwrap();
+    let header: Vec<String> = reader.headers().unwrap().iter().map(String::from).collect();
+    let named = NamedMetric::all(&["edge", "api", "db"]);
+    let expected: Vec<&str> = named.iter().map(|metric| metric.name.as_str()).collect();
+    assert_eq!(header[3..], expected[..]);
+    let rows: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    let column = |name: &str| header.iter().position(|column| column == name).unwrap();
+    let mean_at_db = |point: &str| {
+        let values: Vec<f64> = rows
+            .iter()
+            .filter(|row| &row[0] == point)
+            .map(|row| row[column("amplification@db")].parse::<f64>().unwrap())
+            .collect();
+        values.iter().sum::<f64>() / values.len() as f64
+    };
+    let best = if mean_at_db("0") <= mean_at_db("1") {
+        "0"
+    } else {
+        "1"
+    };
+    let recommendation = std::fs::read_to_string(folder.join("recommendation.txt")).unwrap();
+    assert_contains(
+        &recommendation,
+        &[
+            "minimise: amplification@db\n",
+            &format!("recommended: point {best}: "),
+            "over amplification@db (lower is better) and peak_queue_len@db (lower is better)",
+            "\"service.edge.retry.max_attempts\" = 1\n",
+        ],
+    );
+    let command = recommendation
+        .split("\n  retrystorm run ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the command that reproduces the point");
+    let run_out = out.join("reproduced");
+    let mut args = vec!["run".to_string()];
+    args.extend(shell_words(command));
+    args.extend(["--no-charts", "--out", run_out.to_str().unwrap()].map(String::from));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = retrystorm(&args, "2");
+    assert!(
+        run.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_out.join("retry-layers/summary.json")).unwrap())
+            .unwrap();
+    let policy = summary
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|policy| policy["policy"] == "every layer retries")
+        .unwrap();
+    let seed = std::fs::read_to_string(folder.join("sweep.json")).unwrap();
+    let seed: serde_json::Value = serde_json::from_str(&seed).unwrap();
+    let first_seed = seed["seed_values"][0].as_u64().unwrap().to_string();
+    let row = rows
+        .iter()
+        .find(|row| &row[0] == best && row[1] == first_seed)
+        .unwrap();
+    for metric in &named[METRICS.len()..] {
+        let (name, service) = metric.name.split_once('@').unwrap();
+        let block = policy["services"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|block| block["service"] == service)
+            .unwrap();
+        assert_eq!(
+            row[column(&metric.name)].parse::<f64>().unwrap(),
+            block[name].as_f64().unwrap(),
+            "{}",
+            metric.name
+        );
+    }
+    assert_eq!(
+        row[column("success_rate")].parse::<f64>().unwrap(),
+        policy["success_rate"].as_f64().unwrap()
+    );
+}
+
+/// Names of services' metrics are checked before anything runs, with the nearest spelling of
+/// the metric and of the service, and the scenario's services listed; `amplification_db`, as
+/// `summary.csv` names the column, is read as `amplification@db`. A scenario of one service
+/// has no services' metrics. On main each was `unknown metric` with the run's metrics alone.
+#[test]
+fn services_metrics_are_named_with_did_you_mean() {
+    let out = fresh("sweep-bad-service-metric");
+    let cases: [(&str, &[&str], &str); 5] = [
+        (
+            "scenarios/retry-layers.toml",
+            &["--minimize", "amplification@dbb"],
+            "--minimize: `amplification@dbb`: the scenario has no service `dbb` (did you mean `amplification@db`?); its services: edge, api, db",
+        ),
+        (
+            "scenarios/retry-layers.toml",
+            &["--require", "peak_queue@db<=10"],
+            "unknown service metric `peak_queue` in `peak_queue@db` (did you mean `peak_queue_len@db`?)",
+        ),
+        (
+            "scenarios/retry-layers.toml",
+            &["--minimize", "amplification_db"],
+            "unknown metric `amplification_db` (did you mean `amplification@db`?)",
+        ),
+        (
+            "scenarios/retry-layers.toml",
+            &["--require", "shed<=0"],
+            "`shed` is a metric of each service: write shed@SERVICE",
+        ),
+        (
+            "scenarios/tuning.toml",
+            &["--minimize", "peak_queue_len@upstream"],
+            "a topology of two services or more",
+        ),
+    ];
+    for (scenario, flags, expected) in cases {
+        let mut args = vec![
+            "sweep",
+            scenario,
+            "--policy",
+            if scenario.contains("tuning") {
+                "tuned"
+            } else {
+                "every layer retries"
+            },
+            "--grid",
+            "policy.base=50ms,100ms",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        assert_contains(&sweep_refused(&args, &out), &[expected]);
+    }
+}
+
+/// `--minimize` of a metric better higher is refused with the flag to use, and the reverse;
+/// the two flags together are refused; `--maximize success_rate` recommends the point of the
+/// highest mean success among those that meet the requirements, as `aggregate.csv` has it. On
+/// main `--minimize success_rate` recommended the worst point and `--maximize` did not exist.
+#[test]
+fn minimize_and_maximize_follow_each_metrics_direction() {
+    let out = fresh("sweep-directions");
+    let refused: [(&[&str], &str); 3] = [
+        (
+            &["--minimize", "success_rate"],
+            "--minimize success_rate: higher is better for success_rate (Operations that succeeded, as a share of those started), so --minimize would recommend the worst point; use --maximize success_rate",
+        ),
+        (&["--maximize", "p99_ms"], "use --minimize p99_ms"),
+        (
+            &["--minimize", "p99_ms", "--maximize", "success_rate"],
+            "--minimize and --maximize are exclusive",
+        ),
+    ];
+    for (flags, expected) in refused {
+        let mut args = vec![
+            "sweep",
+            "scenarios/tuning.toml",
+            "--grid",
+            "policy.base=50ms,100ms",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        args.extend_from_slice(flags);
+        assert_contains(&sweep_refused(&args, &out), &[expected]);
+    }
+    let mut args = vec![
+        "sweep",
+        "scenarios/tuning.toml",
+        "--out",
+        out.to_str().unwrap(),
+        "--no-charts",
+    ];
+    args.extend_from_slice(&GRID);
+    args.extend_from_slice(&[
+        "--require",
+        "amplification<=1.5",
+        "--maximize",
+        "success_rate",
+    ]);
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let folder = out.join("tuning-sweep");
+    let mut reader = csv::Reader::from_path(folder.join("aggregate.csv")).unwrap();
+    let header = reader.headers().unwrap().clone();
+    let column = |name: &str| header.iter().position(|column| column == name).unwrap();
+    let mut best: Option<(f64, String)> = None;
+    let mut worst = f64::INFINITY;
+    for row in reader.records().map(Result::unwrap) {
+        let success: f64 = row[column("success_rate_mean")].parse().unwrap();
+        if &row[column("meets_requirements")] == "true" {
+            worst = worst.min(success);
+            if best.as_ref().is_none_or(|(value, _)| success > *value) {
+                best = Some((success, row[0].to_string()));
+            }
+        }
+    }
+    let (highest, point) = best.expect("a point meets the requirements");
+    assert!(
+        highest > worst,
+        "the grid tells points apart: {highest} {worst}"
+    );
+    let recommendation = std::fs::read_to_string(folder.join("recommendation.txt")).unwrap();
+    assert_contains(
+        &recommendation,
+        &[
+            "maximise: success_rate\n",
+            &format!("recommended: point {point}: "),
+            &format!("(success_rate {highest:.6}"),
+        ],
+    );
+}
+
+/// A sharded sweep of a topology merges into the bytes of one run, service columns included,
+/// and `merge` checks each service's columns as it checks the run's: a db whose requests are
+/// not its first attempts, retries and status checks is refused with the line, the service and
+/// the values. On main a topology's sweep had no service column to merge.
+#[test]
+fn merge_checks_the_services_columns_of_a_topologys_shards() {
+    let out = fresh("sweep-topology-shards");
+    let args = |extra: &[&str]| {
+        let mut args = vec![
+            "sweep",
+            "scenarios/retry-layers.toml",
+            "--policy",
+            "every layer retries",
+            "--grid",
+            "service.api.retry.max_attempts=0,2",
+            "--seeds",
+            "1",
+            "--minimize",
+            "wasted_work_s@db",
+            "--no-charts",
+            "--out",
+        ];
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let whole = out.join("whole");
+    let shards = out.join("shards");
+    let mut runs = vec![args(&[whole.to_str().unwrap()])];
+    for shard in ["0/2", "1/2"] {
+        runs.push(args(&[shards.to_str().unwrap(), "--shard", shard]));
+    }
+    for run in &runs {
+        let run: Vec<&str> = run.iter().map(String::as_str).collect();
+        let output = retrystorm(&run, "2");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let folders: Vec<String> = ["shard-0-of-2", "shard-1-of-2"]
+        .iter()
+        .map(|shard| {
+            shards
+                .join("retry-layers-shards")
+                .join(shard)
+                .display()
+                .to_string()
+        })
+        .collect();
+    let merged = out.join("merged");
+    let mut merge = vec!["merge"];
+    merge.extend(folders.iter().map(String::as_str));
+    merge.extend(["--no-charts", "--out", merged.to_str().unwrap()]);
+    let output = retrystorm(&merge, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        files(&merged.join("retry-layers-sweep")),
+        files(&whole.join("retry-layers-sweep"))
+    );
+    let results = Path::new(&folders[1]).join("results.csv");
+    let original = std::fs::read_to_string(&results).unwrap();
+    let requests = cells(&original, 2)
+        .into_iter()
+        .find(|(name, _)| name == "requests@db")
+        .map(|(_, value)| value.parse::<u64>().unwrap())
+        .unwrap();
+    let edited = with_cell(&original, 2, "requests@db", &(requests + 1).to_string());
+    std::fs::write(&results, edited).unwrap();
+    let output = retrystorm(&merge, "2");
+    assert_eq!(output.status.code(), Some(1));
+    assert_contains(
+        &String::from_utf8_lossy(&output.stderr),
+        &[
+            &format!(
+                "{}:2: at service db, requests = first_attempts + retries + status_checks does not hold: requests@db={}, ",
+                results.display(),
+                requests + 1
+            ),
+            ", operations=",
+        ],
+    );
+}
+
+/// A sweep derives seeds up to 2^64 - 1 (SplitMix64 from the scenario's), and the
+/// recommendation's `--seed N` runs another of them: from seed 3 the third is
+/// 12918135221727111561, above the largest TOML integer. `run --seed` takes it, writes it in the
+/// resolved `scenario.toml` as a string (which loads again), and gives the metrics the sweep's
+/// row has for that seed. On main `run` refused every such seed: "expected u64".
+#[test]
+fn a_sweeps_seed_above_the_largest_toml_integer_runs_again() {
+    let out = fresh("sweep-large-seed");
+    let fixed = [
+        "--set",
+        "seed=3",
+        "--set",
+        "duration=4s",
+        "--set",
+        "clients.count=100",
+    ];
+    let mut args = vec![
+        "sweep",
+        "scenarios/tuning.toml",
+        "--grid",
+        "policy.base=100ms,200ms",
+        "--seeds",
+        "3",
+        "--no-charts",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(&fixed);
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let recommendation =
+        std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
+    let seed = "12918135221727111561";
+    assert!(
+        recommendation.contains(&format!("or --seed {seed} runs another of its seeds")),
+        "{recommendation}"
+    );
+    let results = std::fs::read_to_string(out.join("tuning-sweep/results.csv")).unwrap();
+    let row = cells(&results, 4);
+    assert_eq!(row[1], ("seed".to_string(), seed.to_string()));
+    let run_out = out.join("run");
+    let mut args = vec!["run", "scenarios/tuning.toml"];
+    args.extend_from_slice(&fixed);
+    args.extend([
+        "--set",
+        "policy.base=100ms",
+        "--seed",
+        seed,
+        "--no-charts",
+        "--out",
+        run_out.to_str().unwrap(),
+    ]);
+    let output = retrystorm(&args, "2");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let summary = std::fs::read_to_string(run_out.join("tuning/summary.csv")).unwrap();
+    let ran = cells(&summary, 2);
+    for (name, value) in &row[3..] {
+        let (_, written) = ran.iter().find(|(column, _)| column == name).unwrap();
+        assert_eq!(written, value, "{name}");
+    }
+    let resolved = std::fs::read_to_string(run_out.join("tuning/scenario.toml")).unwrap();
+    assert!(
+        resolved.contains(&format!("\nseed = \"{seed}\"\n")),
+        "{resolved}"
+    );
+    let again = retrystorm::scenario::load_str(&resolved, "scenario.toml", &[]).unwrap();
+    assert_eq!(again.seed, 12918135221727111561);
 }

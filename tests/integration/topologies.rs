@@ -6,7 +6,9 @@ use retrystorm::decision::StopReason;
 use retrystorm::outcome::FailureReason;
 use retrystorm::run::PolicyRun;
 
-use crate::support::{relative_error, run, scenario};
+use retrystorm::claims::evaluate;
+
+use crate::support::{assert_contains, error_with, relative_error, run, scenario};
 
 /// A chain `users -> t1 -> t2 -> ... -> leaf`: `sends[0]` is how many times the users send at
 /// most (`max_attempts + 1`), `sends[i]` how many times tier `i` sends at most to the next. The
@@ -363,5 +365,32 @@ max_attempts = 5
         naive.summary.duplicate_writes > 500,
         "{}",
         naive.summary.duplicate_writes
+    );
+}
+
+/// A claim names a service's metric as `METRIC@SERVICE`: the SRE book's three layers of four
+/// sends put exactly `4^3 = 64` requests per operation on a leaf that always fails, which the
+/// claims `amplification@t3` at least 64 and at most 64 both find. A misspelt service is
+/// refused at the claim, with the nearest name and the scenario's services. On main a claim
+/// could name the run's metrics only.
+#[test]
+fn a_claim_names_a_services_metric() {
+    let base = chain(&[4, 4, 4], 1.0, 200.0, 2);
+    let claim = |bound: &str| {
+        format!("[[expect]]\npolicy = \"retries\"\nmetric = \"amplification@t3\"\n{bound} = 64\n")
+    };
+    let text = format!("{base}{}{}", claim("at_least"), claim("at_most"));
+    let claims = evaluate(&run(&scenario(&text)));
+    assert_eq!(claims.len(), 2);
+    for claim in &claims {
+        assert!(claim.held, "{claim}");
+        assert_eq!(claim.value, 64.0, "{claim}");
+    }
+    assert_contains(
+        &error_with(&text, "amplification@t3", "amplification@t33"),
+        &[
+            "bad.toml:",
+            "`amplification@t33`: the scenario has no service `t33` (did you mean `amplification@t3`?); its services: t1, t2, t3",
+        ],
     );
 }
