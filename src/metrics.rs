@@ -707,6 +707,36 @@ mod tests {
         assert_eq!(measurements.buckets.len(), 3);
     }
 
+    /// The health series' step: 10 ms, the bucket where it is finer, and wider only where
+    /// arrivals would span more than 100,000 steps (an hour: 36 ms), so its memory is bounded.
+    #[test]
+    fn the_health_step_is_10_ms_unless_the_bucket_is_finer_or_the_run_very_long() {
+        assert_eq!(
+            health_step(MICROS_PER_SECOND, 40 * MICROS_PER_SECOND),
+            10_000
+        );
+        assert_eq!(health_step(1_000, 40 * MICROS_PER_SECOND), 1_000);
+        assert_eq!(
+            health_step(MICROS_PER_SECOND, 3600 * MICROS_PER_SECOND),
+            36_000
+        );
+        let mut recorder = Recorder::new(MICROS_PER_SECOND, 3600 * MICROS_PER_SECOND);
+        // Counts after the arrivals (the drain) are outside every health window.
+        recorder.attempt_sent(3600 * MICROS_PER_SECOND, true);
+        recorder.attempt_sent(0, false);
+        let measurements = recorder.finish(Vec::new(), 0);
+        assert_eq!(measurements.health.len(), 100_000);
+        assert_eq!(measurements.health[0].retries, 1);
+        assert_eq!(
+            measurements
+                .health
+                .iter()
+                .map(|c| c.first_attempts)
+                .sum::<u64>(),
+            0
+        );
+    }
+
     #[test]
     fn buckets_are_created_up_to_the_last_touched_and_padded() {
         let mut buckets: Buckets<u64> = Buckets::new(10);
