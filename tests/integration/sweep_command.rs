@@ -1463,6 +1463,8 @@ fn a_sweeps_seed_above_the_largest_toml_integer_runs_again() {
         "--set",
         "duration=4s",
         "--set",
+        "incident.start=1s",
+        "--set",
         "clients.count=100",
     ];
     let mut args = vec![
