@@ -54,7 +54,16 @@ pub struct RunArgs {
     /// 80% of this machine's memory); `check` prints the estimate.
     #[arg(long)]
     no_cost_limit: bool,
+    /// Exit 0 even when a claim of a scenario's lesson does not hold (by default such a run
+    /// exits 3, after writing every result).
+    #[arg(long)]
+    no_fail_on_claims: bool,
 }
+
+/// The exit code of a run whose results are all written but where a claim of some scenario's
+/// `[[expect]]` did not hold, as a load test's failed threshold fails its CI step (k6 exits
+/// 99 then). Distinct from 1 (bad input, output failed) and clap's 2 (a wrong command line).
+pub const CLAIMS_FAILED: u8 = 3;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -157,8 +166,16 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    let mut failed_claims = 0;
     for scenario in &scenarios {
-        run_one(scenario, args)?;
+        failed_claims += run_one(scenario, args)?;
+    }
+    if failed_claims > 0 && !args.no_fail_on_claims {
+        eprintln!(
+            "retrystorm: {failed_claims} claim{} did not hold: exit {CLAIMS_FAILED} (--no-fail-on-claims exits 0)",
+            if failed_claims == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::from(CLAIMS_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -187,8 +204,9 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
 }
 
 /// Runs one scenario and writes its folder as a whole: into a staging folder, put in place of
-/// the earlier result only when every file is written.
-fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
+/// the earlier result only when every file is written. Returns how many of its claims did not
+/// hold.
+fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<usize> {
     let staged = StagedFolder::create(&args.out.join(scenario.name.as_str()), "summary.json")?;
     let folder = staged.path();
     let progress = Progress::start(scenario);
@@ -243,11 +261,11 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     staged.write("report.html", &page)?;
     let target = staged.target().to_path_buf();
     staged.commit()?;
-    print_table(&run, &target, &formats)?;
+    let failed_claims = print_table(&run, &target, &formats)?;
     if args.stats {
         print_stats(&run, wall)?;
     }
-    Ok(())
+    Ok(failed_claims)
 }
 
 /// Draws every chart in every format (each once; none for no formats), in parallel.
@@ -374,8 +392,9 @@ impl Progress {
     }
 }
 
-/// The summary table, the lesson's claims, and where the report and the charts are.
-fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<()> {
+/// The summary table, the lesson's claims, and where the report and the charts are; returns
+/// how many claims did not hold.
+fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<usize> {
     writeln!(
         io::stdout(),
         "{}: results in {}",
@@ -485,6 +504,7 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
         line(row.iter().map(String::as_str).collect())?;
     }
     let claims = evaluate(run);
+    let failed_claims = claims.iter().filter(|claim| !claim.held).count();
     if !claims.is_empty() {
         let held = claims.iter().filter(|claim| claim.held).count();
         writeln!(
@@ -511,7 +531,8 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
             .collect();
         format!("{} ({})", names.join(", "), extensions.join(", "))
     };
-    writeln!(io::stdout(), "  charts: {charts}")
+    writeln!(io::stdout(), "  charts: {charts}")?;
+    Ok(failed_claims)
 }
 
 fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {

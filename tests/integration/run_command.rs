@@ -704,3 +704,56 @@ fn the_standard_benchmark_offers_its_stated_load_and_reports_events_per_operatio
         assert!(line.contains(&reported), "{reported:?} not in {line}");
     }
 }
+
+/// A claim that does not hold fails the run as a failed threshold fails a load test's CI step
+/// (k6 exits 99): `run` writes every result, prints the claim, and exits 3, a code distinct
+/// from bad input (1) and a wrong command line (2); `--no-fail-on-claims` exits 0 with the
+/// same files. The scenario is `tuning` with a claim no policy meets (every operation
+/// succeeds although the API is down for 2 s and its deadline is 5 s).
+#[test]
+fn a_claim_that_does_not_hold_exits_three_unless_told_not_to() {
+    let out = fresh_folder("run-failing-claim");
+    let scenario = out.with_extension("toml");
+    let text = std::fs::read_to_string("scenarios/tuning.toml")
+        .unwrap()
+        .replace("name = \"tuning\"", "name = \"failing-claim\"")
+        .replace("count = 2000", "count = 200");
+    std::fs::write(
+        &scenario,
+        format!(
+            "{text}\n[[expect]]\npolicy = \"tuned\"\nmetric = \"success_rate\"\nat_least = 1.0\n"
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-charts",
+        ];
+        args.extend_from_slice(extra);
+        retrystorm(&args)
+    };
+    let failed = run(&[]);
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(stdout.contains("lesson: 0 of 1 claims held"), "{stdout}");
+    assert!(
+        stderr.contains("1 claim did not hold: exit 3 (--no-fail-on-claims exits 0)"),
+        "{stderr}"
+    );
+    let summary = out.join("failing-claim/summary.json");
+    let written = std::fs::read(&summary).expect("the results are written");
+
+    let allowed = run(&["--no-fail-on-claims"]);
+    assert_eq!(
+        allowed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    assert_eq!(std::fs::read(&summary).unwrap(), written);
+}
