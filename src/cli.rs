@@ -8,6 +8,7 @@
 
 mod decide;
 mod import;
+mod progress;
 mod run;
 mod sweep;
 

@@ -757,3 +757,35 @@ fn a_claim_that_does_not_hold_exits_three_unless_told_not_to() {
     );
     assert_eq!(std::fs::read(&summary).unwrap(), written);
 }
+
+/// Not on a terminal, `run` prints a progress line on stderr every interval
+/// (`RETRYSTORM_PROGRESS_SECONDS`, here a hundredth of a second): how much of the scenario's
+/// duration is simulated, the time elapsed and an estimate; stdout is what it is without.
+#[test]
+fn a_run_off_a_terminal_prints_progress_lines_on_stderr() {
+    let out = fresh_folder("run-progress");
+    let run = |interval: &str| {
+        Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .args(["run", "scenarios/tuning.toml", "--no-charts", "--out"])
+            .arg(&out)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("RETRYSTORM_PROGRESS_SECONDS", interval)
+            .output()
+            .expect("retrystorm runs")
+    };
+    let slow = run("1000");
+    let told = run("0.01");
+    assert!(told.status.success());
+    assert_eq!(told.stdout, slow.stdout);
+    assert!(slow.stderr.is_empty());
+    let stderr = String::from_utf8(told.stderr).unwrap();
+    assert!(!stderr.is_empty() && !stderr.contains('\r'), "{stderr:?}");
+    for line in stderr.lines() {
+        assert!(
+            line.starts_with("tuning: ")
+                && line.contains("% of 30.0s simulated (1 policy)")
+                && line.contains("s elapsed, "),
+            "{line}"
+        );
+    }
+}
