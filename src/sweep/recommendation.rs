@@ -17,7 +17,7 @@ use super::interval::{Interval, Method, intervals_overlap};
 use super::report::{Aggregate, aggregate_text, meets};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
 use crate::charts::heatmap::Layout;
-use crate::metrics::{Better, Metric, metric, metric_index, parse_metric};
+use crate::metrics::{Better, Domain, Metric, metric, metric_index, parse_metric};
 use crate::scenario::Policy;
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
@@ -422,6 +422,13 @@ fn intervals_section(
             range_text(interval)
         };
         let how = match Method::of(metric) {
+            _ if interval.mean.is_nan() => {
+                bounds = "undefined on every seed".to_string();
+                match metric.domain {
+                    Domain::Recovery => "the scenario has no incident to recover from".to_string(),
+                    _ => "nothing to measure: a latency without a success, a rate during the incident without one".to_string(),
+                }
+            }
             Method::StudentT => "Student's t over the seeds' values".to_string(),
             Method::Range if seeds < 2 => "a range needs two seeds".to_string(),
             Method::Wilson { count } => format!(

@@ -265,6 +265,7 @@ fn trace_has_one_row_per_attempt() {
         "duration=3s",
         "--set",
         "clients.count=50",
+        "--no-fail-on-claims",
     ]);
     assert!(
         output.status.success(),
@@ -310,6 +311,7 @@ fn seed_and_set_change_the_run() {
             out.to_str().unwrap(),
             "--set",
             "duration=2s",
+            "--no-fail-on-claims",
         ];
         args.extend_from_slice(extra);
         assert!(retrystorm(&args).status.success());
@@ -422,6 +424,8 @@ fn a_full_stdout_is_an_error_not_a_panic() {
             "0",
             "--deadline-ms",
             "9",
+            "--status",
+            "503",
         ],
         vec!["import", "scenarios/configs/grpc-service-config.json"],
     ];
@@ -615,6 +619,7 @@ fn policies_changed_by_set_are_labelled() {
             "--set",
             "duration=2s",
             "--no-charts",
+            "--no-fail-on-claims",
             "--out",
             out.to_str().unwrap(),
         ]);
