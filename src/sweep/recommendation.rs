@@ -443,8 +443,9 @@ fn intervals_section(
                     per_operation(interval.high * seeds as f64 / operations)
                 );
                 format!(
-                    "exact Poisson on the {} events of the {seeds} runs pooled, or the seeds' t-interval where wider",
-                    short(interval.mean * seeds as f64)
+                    "exact Poisson on the {} events of the {seeds} run{} pooled, or the seeds' t-interval where wider",
+                    short(interval.mean * seeds as f64),
+                    if seeds == 1 { "" } else { "s" }
                 )
             }
             Method::Range => {
@@ -470,6 +471,11 @@ fn intervals_section(
     text.push_str(
         "pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can\n",
     );
+    if seeds < 2 {
+        text.push_str(
+            "with one seed the spread between runs is unknown: the pooled intervals are all there is, and they are too narrow wherever the operations fail together; add seeds\n",
+        );
+    }
     let _ = writeln!(
         text,
         "seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: {}",
@@ -577,6 +583,9 @@ fn compare(
             );
         }
         Some(false) => {}
+        None if seeds < 2 => warnings.push(format!(
+            "{metric} cannot tell point {best} from point {runner_up} with one seed: there is no spread between runs to compare them by; add seeds"
+        )),
         None => warnings.push(format!(
             "{metric} cannot tell point {best} from point {runner_up}: one of them has no 95% interval (it needs two seeds or more, each with a finite value); add seeds"
         )),
