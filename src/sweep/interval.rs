@@ -214,20 +214,39 @@ fn poisson_cdf(m: u64, mu: f64) -> f64 {
     (ln_peak.exp() * sum).min(1.0)
 }
 
-/// The `mu` in `[low, high]` where the decreasing `cdf(mu)` crosses `target`, by bisection.
-fn solve(cdf: impl Fn(f64) -> f64, target: f64, (mut low, mut high): (f64, f64)) -> f64 {
-    for _ in 0..200 {
-        let middle = 0.5 * (low + high);
-        if middle <= low || middle >= high {
-            break;
-        }
-        if cdf(middle) > target {
-            low = middle;
+/// The `mu` in `bracket` where P(X <= `m`) for X Poisson(`mu`), which decreases in `mu`,
+/// equals `target`: Newton's method from `start` (its derivative is minus the probability of
+/// exactly `m`), kept inside the bracket, which each step narrows, by a bisection whenever a
+/// step would leave it. A few steps from a close start, where bisection alone took sixty.
+fn solve(m: u64, target: f64, (mut low, mut high): (f64, f64), start: f64) -> f64 {
+    let mut mu = start.clamp(low, high);
+    for _ in 0..100 {
+        let excess = poisson_cdf(m, mu) - target;
+        if excess > 0.0 {
+            low = mu;
         } else {
-            high = middle;
+            high = mu;
         }
+        let slope = (-mu + m as f64 * mu.ln() - ln_factorial(m)).exp();
+        let newton = mu + excess / slope;
+        let next = if slope > 0.0 && newton > low && newton < high {
+            newton
+        } else {
+            0.5 * (low + high)
+        };
+        if (next - mu).abs() <= 1e-13 * mu.max(1.0) || high - low <= 1e-13 * high.max(1.0) {
+            return next;
+        }
+        mu = next;
     }
-    0.5 * (low + high)
+    mu
+}
+
+/// The Wilson-Hilferty approximation of a Garwood bound for `events` (the start of
+/// [`solve`]): `x (1 - 1/(9x) -/+ z/(3 sqrt x))^3`, with `x` the events (lower bound) or one
+/// more (upper bound).
+fn wilson_hilferty(x: f64, z: f64) -> f64 {
+    x * (1.0 - 1.0 / (9.0 * x) + z / (3.0 * x.sqrt())).powi(3)
 }
 
 /// The exact (Garwood 1936) two-sided 95% interval of a Poisson mean from `events` observed:
@@ -252,14 +271,20 @@ fn garwood(events: u64) -> (f64, f64) {
     let x = events as f64;
     // Garwood's bounds lie within x -/+ 2.5 sqrt(x) and a few events of x.
     let reach = 3.0 * (x + 1.0).sqrt() + 10.0;
-    let high = solve(|mu| poisson_cdf(events, mu), 0.025, (x, x + reach));
+    let high = solve(
+        events,
+        0.025,
+        (x, x + reach),
+        wilson_hilferty(x + 1.0, Z_975),
+    );
     let low = if events == 0 {
         0.0
     } else {
         solve(
-            |mu| poisson_cdf(events - 1, mu),
+            events - 1,
             0.975,
             ((x - reach).max(0.0), x),
+            wilson_hilferty(x, -Z_975),
         )
     };
     (low, high)
