@@ -352,14 +352,17 @@ pub(super) fn recommendation(
 
 /// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to minimise and the
 /// half width of its 95% t-interval, or ` (duplicate_writes 0.000000, 95% 0 to 1.22963)` for
-/// an interval of another [`Method`]; no interval without one.
+/// an interval of another [`Method`], or ` (recovery_s never on every seed)`; no interval
+/// without one.
 fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> String {
     let Some(name) = prepared.minimize else {
         return String::new();
     };
     let interval = aggregate.interval(point, name);
     let mut text = format!(" ({name} {}", aggregate_text(interval.mean));
-    if !interval.low.is_nan() && !interval.high.is_nan() {
+    if interval.low.is_infinite() {
+        text.push_str(" on every seed");
+    } else if !interval.low.is_nan() && !interval.high.is_nan() {
         if Method::of(metric(name).expect("a known metric")) == Method::StudentT {
             let half_width = (interval.high - interval.low) / 2.0;
             let _ = write!(text, " ± {}", aggregate_text(half_width));
