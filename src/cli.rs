@@ -2,10 +2,13 @@
 //!
 //! Exit codes: 0 success; 1 the command ran but some input was bad (a batch line that could not
 //! be read, a scenario that is not valid) or output failed; 2 the command line itself was wrong
-//! (clap's usage errors).
+//! (clap's usage errors); 3 `run` wrote every result but a claim of a scenario's lesson did not
+//! hold (not with `--no-fail-on-claims`); 128 plus the signal's number after SIGINT, SIGTERM
+//! or SIGHUP.
 
 mod decide;
 mod import;
+mod progress;
 mod run;
 mod sweep;
 
@@ -17,7 +20,11 @@ use retrystorm::output::staging::remove_on_signals;
 
 /// A deterministic retry-storm simulator.
 #[derive(Debug, Parser)]
-#[command(name = "retrystorm", version)]
+#[command(
+    name = "retrystorm",
+    version,
+    after_help = "Exit codes: 0 success; 1 invalid input (a scenario, a batch line) or an output error; 2 a wrong command line; 3 a claim of a scenario's lesson did not hold (`run`, unless --no-fail-on-claims); 128 + N after signal N (SIGINT, SIGTERM, SIGHUP)."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -9,7 +9,7 @@
 //!
 //! | field | type | default |
 //! |---|---|---|
-//! | `method` | string, case-sensitive | required |
+//! | `method` | string, case-sensitive: one of [`crate::decision::HTTP_METHODS`] | required |
 //! | `attempt`, `now_ms`, `deadline_ms` | number | required |
 //! | `status` | number or null | none |
 //! | `transport_error`, `idempotency_key`, `status_endpoint` | boolean | false |
@@ -40,7 +40,7 @@ use std::io::{self, BufRead, Write};
 use serde_json::{Map, Value};
 
 use crate::backoff::Jitter;
-use crate::decision::{Decision, RetryInput, plan_retry};
+use crate::decision::{Decision, RetryInput, known_method, plan_retry};
 use crate::retry_after::{RetryAfterError, RetryAfterMode, parse_retry_after};
 use crate::suggest::did_you_mean;
 
@@ -205,6 +205,7 @@ pub fn parse_case(line: &str) -> Result<Case, CaseError> {
     let method = fields
         .string("method")?
         .ok_or(CaseError::Missing("method"))?;
+    known_method(&method).map_err(|message| Fields::invalid("method", message))?;
     let mut input = RetryInput::new(
         &method,
         fields.required_number("attempt")?,

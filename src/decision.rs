@@ -54,6 +54,37 @@ pub const DEFAULT_RANDOM: f64 = 0.5;
 /// Default growth of the backoff per retry, the article's `2^attempt`.
 pub const DEFAULT_MULTIPLIER: f64 = 2.0;
 
+/// The methods `decide` accepts: RFC 9110 §9.3's eight and PATCH (RFC 5789). The decision
+/// itself reads only whether a method is idempotent, so any other spelling would silently count
+/// as a non-idempotent one (`post` would be answered `unknown-result`).
+pub const HTTP_METHODS: [&str; 9] = [
+    "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH",
+];
+
+/// `method` if it is one of [`HTTP_METHODS`], spelled exactly; otherwise why not, with the
+/// valid list and, for a method in the wrong case, its upper-case spelling (method names are
+/// case-sensitive, RFC 9110 §9.1: `post` is not `POST`).
+pub fn known_method(method: &str) -> Result<&str, String> {
+    if HTTP_METHODS.contains(&method) {
+        return Ok(method);
+    }
+    let hint = match HTTP_METHODS
+        .iter()
+        .find(|known| known.eq_ignore_ascii_case(method))
+    {
+        Some(upper) => {
+            format!("methods are case-sensitive (RFC 9110 §9.1): did you mean `{upper}`? ")
+        }
+        None => crate::suggest::did_you_mean(method, HTTP_METHODS)
+            .map(|near| format!("did you mean `{near}`? "))
+            .unwrap_or_default(),
+    };
+    Err(format!(
+        "unknown HTTP method {method:?}; {hint}valid methods: {}",
+        HTTP_METHODS.join(", ")
+    ))
+}
+
 /// Whether RFC 9110 defines `method` as idempotent (the article's `idempotentMethod`).
 pub fn is_idempotent_method(method: &str) -> bool {
     IDEMPOTENT_METHODS.contains(&method)
@@ -386,6 +417,32 @@ mod tests {
     /// The same answer as `is_finite() && fract() == 0.0`, JavaScript's definition, on the
     /// edges: zeros, halves, the powers of two where fractions run out, the extremes of `f64`,
     /// infinities and NaN, and the neighbours of each.
+    /// Methods are matched exactly (RFC 9110 §9.1); a wrong case gets its upper-case spelling,
+    /// a typo the nearest method, anything else the list alone.
+    #[test]
+    fn known_methods_are_spelled_exactly() {
+        for method in HTTP_METHODS {
+            assert_eq!(known_method(method), Ok(method));
+        }
+        let list = "valid methods: GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH";
+        assert_eq!(
+            known_method("post"),
+            Err(format!(
+                "unknown HTTP method \"post\"; methods are case-sensitive (RFC 9110 §9.1): did you mean `POST`? {list}"
+            ))
+        );
+        assert_eq!(
+            known_method("PSOT"),
+            Err(format!(
+                "unknown HTTP method \"PSOT\"; did you mean `POST`? {list}"
+            ))
+        );
+        assert_eq!(
+            known_method("PROPFIND"),
+            Err(format!("unknown HTTP method \"PROPFIND\"; {list}"))
+        );
+    }
+
     #[test]
     fn is_integer_is_javascripts() {
         let mut values = vec![

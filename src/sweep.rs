@@ -14,6 +14,7 @@
 
 pub mod analysis;
 pub mod check;
+pub mod interval;
 pub mod recommendation;
 pub mod report;
 pub mod requirement;

@@ -8,7 +8,7 @@ use retrystorm::backoff::Jitter;
 use retrystorm::decide::{Case, run_batch};
 use retrystorm::decision::{
     DEFAULT_BASE_MS, DEFAULT_CAP_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MULTIPLIER, DEFAULT_RANDOM,
-    RetryInput,
+    RetryInput, known_method,
 };
 use retrystorm::retry_after::RetryAfterMode;
 
@@ -17,11 +17,12 @@ use retrystorm::retry_after::RetryAfterMode;
 #[derive(Debug, Args)]
 #[command(group(ArgGroup::new("case").multiple(true)), args_override_self = true)]
 pub struct DecideArgs {
-    /// HTTP method of the operation (case-sensitive: GET, HEAD, PUT, DELETE, OPTIONS and TRACE
-    /// are idempotent).
-    #[arg(long, required_unless_present = "batch", group = "case")]
+    /// HTTP method of the operation, case-sensitive: GET, HEAD, POST, PUT, DELETE, CONNECT,
+    /// OPTIONS, TRACE or PATCH (GET, HEAD, PUT, DELETE, OPTIONS and TRACE are idempotent).
+    #[arg(long, required_unless_present = "batch", group = "case", value_parser = method)]
     method: Option<String>,
-    /// HTTP status of the failed attempt (omit when no response arrived).
+    /// HTTP status of the failed attempt; without a response, --transport-error instead (one
+    /// of the two is needed).
     #[arg(long, allow_hyphen_values = true, group = "case")]
     status: Option<f64>,
     /// The attempt failed without a response (timeout, reset).
@@ -97,6 +98,12 @@ pub struct DecideArgs {
     batch: bool,
 }
 
+/// `--method`'s value: a method of [`retrystorm::decision::HTTP_METHODS`] spelled exactly, else clap's usage error
+/// (exit 2) with the valid list.
+fn method(text: &str) -> Result<String, String> {
+    known_method(text).map(str::to_string)
+}
+
 impl DecideArgs {
     /// The case the flags describe; `None` in batch mode.
     fn case(&self) -> Option<Case> {
@@ -133,6 +140,14 @@ impl DecideArgs {
 pub fn decide(args: &DecideArgs) -> io::Result<ExitCode> {
     let stdout = io::stdout().lock();
     match args.case() {
+        // The article's procedure would answer `not-transient`: a failure that is neither a
+        // status nor a transport error is a question left out, not a signal.
+        Some(_) if args.status.is_none() && !args.transport_error => {
+            eprintln!(
+                "retrystorm: decide needs what the failed attempt got: --status N (the HTTP status of its response) or --transport-error (no response: a timeout or a reset)"
+            );
+            Ok(ExitCode::from(2))
+        }
         Some(case) => {
             let mut stdout = stdout;
             writeln!(stdout, "{}", case.decide().to_json())?;

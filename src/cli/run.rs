@@ -1,15 +1,16 @@
 //! `retrystorm run` and `retrystorm check`.
 
 use std::fs;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::thread;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
+
+use super::progress::{Mode, Painter, timing};
 use rayon::prelude::*;
 use retrystorm::charts::{Chart, Format, render};
 use retrystorm::claims::evaluate;
@@ -55,7 +56,16 @@ pub struct RunArgs {
     /// 80% of this machine's memory); `check` prints the estimate.
     #[arg(long)]
     no_cost_limit: bool,
+    /// Exit 0 even when a claim of a scenario's lesson does not hold (by default such a run
+    /// exits 3, after writing every result).
+    #[arg(long)]
+    no_fail_on_claims: bool,
 }
+
+/// The exit code of a run whose results are all written but where a claim of some scenario's
+/// `[[expect]]` did not hold, as a load test's failed threshold fails its CI step (k6 exits
+/// 99 then). Distinct from 1 (bad input, output failed) and clap's 2 (a wrong command line).
+pub const CLAIMS_FAILED: u8 = 3;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -165,8 +175,23 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
+    let mode = match Mode::of_stderr() {
+        Ok(mode) => mode,
+        Err(error) => {
+            eprintln!("retrystorm: {error}");
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut failed_claims = 0;
     for scenario in &scenarios {
-        run_one(scenario, args)?;
+        failed_claims += run_one(scenario, args, mode)?;
+    }
+    if failed_claims > 0 && !args.no_fail_on_claims {
+        eprintln!(
+            "retrystorm: {failed_claims} claim{} did not hold: exit {CLAIMS_FAILED} (--no-fail-on-claims exits 0)",
+            if failed_claims == 1 { "" } else { "s" }
+        );
+        return Ok(ExitCode::from(CLAIMS_FAILED));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -195,11 +220,12 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
 }
 
 /// Runs one scenario and writes its folder as a whole: into a staging folder, put in place of
-/// the earlier result only when every file is written.
-fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
+/// the earlier result only when every file is written. Returns how many of its claims did not
+/// hold.
+fn run_one(scenario: &Scenario, args: &RunArgs, mode: Mode) -> io::Result<usize> {
     let staged = StagedFolder::create(&args.out.join(scenario.name.as_str()), "summary.json")?;
     let folder = staged.path();
-    let progress = Progress::start(scenario);
+    let progress = Progress::start(scenario, mode);
     let started = Instant::now();
     let make_observer = |index: usize| -> io::Result<RunObserver> {
         let trace = if args.trace {
@@ -251,11 +277,11 @@ fn run_one(scenario: &Scenario, args: &RunArgs) -> io::Result<()> {
     staged.write("report.html", &page)?;
     let target = staged.target().to_path_buf();
     staged.commit()?;
-    print_table(&run, &target, &formats)?;
+    let failed_claims = print_table(&run, &target, &formats)?;
     if args.stats {
         print_stats(&run, wall)?;
     }
-    Ok(())
+    Ok(failed_claims)
 }
 
 /// Draws every chart in every format (each once; none for no formats), in parallel.
@@ -302,88 +328,85 @@ impl Observer for RunObserver {
     }
 }
 
-/// A progress bar on stderr, drawn only when stderr is a terminal.
+/// Progress on stderr: a bar on a terminal, a line every few seconds elsewhere.
 struct Progress {
     simulated: Vec<Arc<AtomicU64>>,
-    done: Arc<AtomicBool>,
-    painter: Option<thread::JoinHandle<()>>,
+    painter: Painter,
 }
 
 impl Progress {
-    fn start(scenario: &Scenario) -> Progress {
+    fn start(scenario: &Scenario, mode: Mode) -> Progress {
         let simulated: Vec<Arc<AtomicU64>> = scenario
             .policy
             .iter()
             .map(|_| Arc::new(AtomicU64::new(0)))
             .collect();
-        let done = Arc::new(AtomicBool::new(false));
-        let painter = io::stderr().is_terminal().then(|| {
-            let simulated = simulated.clone();
-            let done = Arc::clone(&done);
-            let name = scenario.name.to_string();
-            let duration = scenario.duration.get_ref().micros().max(1);
-            // After `duration` the run drains: it goes on until the last operation ends.
-            let drain = scenario
-                .policy
+        let times = simulated.clone();
+        let name = scenario.name.to_string();
+        let duration = scenario.duration.get_ref().micros().max(1);
+        // After `duration` the run drains: it goes on until the last operation ends.
+        let drain = scenario
+            .policy
+            .iter()
+            .map(|policy| longest_operation(scenario, policy))
+            .max()
+            .unwrap_or(0);
+        let width = name.len() + 80;
+        let painter = Painter::start(mode, Duration::from_millis(200), width, move |elapsed| {
+            let times: Vec<u64> = times
                 .iter()
-                .map(|policy| longest_operation(scenario, policy))
+                .map(|time| time.load(Ordering::Relaxed))
+                .collect();
+            // Policies run a few at a time: the progress is their mean.
+            let fraction = times
+                .iter()
+                .map(|&time| (time as f64 / duration as f64).min(1.0))
+                .sum::<f64>()
+                / times.len().max(1) as f64;
+            let draining = times
+                .iter()
                 .max()
-                .unwrap_or(0);
-            thread::spawn(move || {
-                while !done.load(Ordering::Relaxed) {
-                    let times: Vec<u64> = simulated
-                        .iter()
-                        .map(|time| time.load(Ordering::Relaxed))
-                        .collect();
-                    // Policies run a few at a time: the bar shows their mean progress.
-                    let fraction = times
-                        .iter()
-                        .map(|&time| (time as f64 / duration as f64).min(1.0))
-                        .sum::<f64>()
-                        / times.len().max(1) as f64;
+                .map_or(0, |&latest| latest.saturating_sub(duration));
+            let phase = if draining > 0 {
+                format!(
+                    " draining: +{:.1}s of at most +{:.1}s",
+                    draining as f64 / 1e6,
+                    drain as f64 / 1e6
+                )
+            } else {
+                String::new()
+            };
+            match mode {
+                Mode::Bar => {
                     let filled = (fraction * 30.0) as usize;
-                    let draining = times
-                        .iter()
-                        .max()
-                        .map_or(0, |&latest| latest.saturating_sub(duration));
-                    let phase = if draining > 0 {
-                        format!(
-                            " draining: +{:.1}s of at most +{:.1}s",
-                            draining as f64 / 1e6,
-                            drain as f64 / 1e6
-                        )
-                    } else {
-                        String::new()
-                    };
-                    eprint!(
-                        "\r{name} [{}{}] {:>3.0}%{phase}   ",
+                    format!(
+                        "{name} [{}{}] {:>3.0}%{phase}",
                         "=".repeat(filled),
                         " ".repeat(30 - filled),
                         fraction * 100.0
-                    );
-                    let _ = io::stderr().flush();
-                    thread::sleep(Duration::from_millis(200));
+                    )
                 }
-                eprint!("\r{}\r", " ".repeat(name.len() + 80));
-            })
+                Mode::Lines(_) => format!(
+                    "{name}: {:.0}% of {:.1}s simulated ({} polic{}){phase}; {}",
+                    fraction * 100.0,
+                    duration as f64 / 1e6,
+                    times.len(),
+                    if times.len() == 1 { "y" } else { "ies" },
+                    timing(elapsed, fraction)
+                ),
+            }
         });
-        Progress {
-            simulated,
-            done,
-            painter,
-        }
+        Progress { simulated, painter }
     }
 
     fn stop(self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(painter) = self.painter {
-            let _ = painter.join();
-        }
+        self.painter.stop();
     }
 }
 
-/// The summary table, the lesson's claims, and where the report and the charts are.
-fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<()> {
+/// The summary table, the lesson's claims, and where the report and the charts are; returns
+/// how many claims did not hold.
+fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Result<usize> {
     writeln!(
         io::stdout(),
         "{}: results in {}",
@@ -501,6 +524,7 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
         }
     }
     let claims = evaluate(run);
+    let failed_claims = claims.iter().filter(|claim| !claim.held).count();
     if !claims.is_empty() {
         let held = claims.iter().filter(|claim| claim.held).count();
         writeln!(
@@ -527,7 +551,8 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
             .collect();
         format!("{} ({})", names.join(", "), extensions.join(", "))
     };
-    writeln!(io::stdout(), "  charts: {charts}")
+    writeln!(io::stdout(), "  charts: {charts}")?;
+    Ok(failed_claims)
 }
 
 fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {

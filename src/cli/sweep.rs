@@ -1,16 +1,16 @@
 //! `retrystorm sweep` and `retrystorm merge`.
 
 use std::fs;
-use std::io::{self, IsTerminal, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::thread;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use clap::Args;
 
+use super::progress::{Mode, Painter, timing};
 use super::run::within_cost_limit;
 use retrystorm::charts::Format;
 use retrystorm::output::staging::StagedFolder;
@@ -128,6 +128,10 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         Ok(prepared) => prepared,
         Err(error) => return fail(error),
     };
+    let mode = match Mode::of_stderr() {
+        Ok(mode) => mode,
+        Err(error) => return fail(error),
+    };
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let estimate = prepared.estimate(shard, rayon::current_num_threads());
     if !within_cost_limit(&estimate, &prepared.spec.scenario_path, args.no_cost_limit) {
@@ -136,7 +140,7 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     let simulations = prepared.simulations(shard);
     let started = Instant::now();
     let done = Arc::new(AtomicUsize::new(0));
-    let progress = Progress::start(simulations, Arc::clone(&done));
+    let progress = progress(mode, simulations, Arc::clone(&done));
     let rows = prepared.run(shard, &done);
     progress.stop();
     let rows = match rows {
@@ -240,48 +244,32 @@ fn write_all(folder: &Path, mark: &'static str, files: &[OutputFile]) -> io::Res
     staged.commit()
 }
 
-/// A progress bar with an ETA on stderr, drawn only when stderr is a terminal.
-struct Progress {
-    done: Arc<AtomicBool>,
-    painter: Option<thread::JoinHandle<()>>,
-}
-
-impl Progress {
-    fn start(total: usize, finished: Arc<AtomicUsize>) -> Progress {
-        let done = Arc::new(AtomicBool::new(false));
-        let painter = io::stderr().is_terminal().then(|| {
-            let done = Arc::clone(&done);
-            thread::spawn(move || {
-                let started = Instant::now();
-                while !done.load(Ordering::Relaxed) {
-                    let count = finished.load(Ordering::Relaxed);
-                    let fraction = count as f64 / total.max(1) as f64;
-                    let filled = (fraction * 30.0) as usize;
-                    let eta = if count > 0 {
-                        let left =
-                            started.elapsed().as_secs_f64() * (total - count) as f64 / count as f64;
-                        format!("ETA {left:.0}s")
-                    } else {
-                        "ETA ?".to_string()
-                    };
-                    eprint!(
-                        "\rsweep [{}{}] {count}/{total} simulations, {eta}   ",
-                        "=".repeat(filled),
-                        " ".repeat(30 - filled)
-                    );
-                    let _ = io::stderr().flush();
-                    thread::sleep(Duration::from_millis(250));
-                }
-                eprint!("\r{}\r", " ".repeat(80));
-            })
-        });
-        Progress { done, painter }
-    }
-
-    fn stop(self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(painter) = self.painter {
-            let _ = painter.join();
+/// Progress on stderr: a bar with an estimate on a terminal, a line every few seconds
+/// elsewhere.
+fn progress(mode: Mode, total: usize, finished: Arc<AtomicUsize>) -> Painter {
+    Painter::start(mode, Duration::from_millis(250), 80, move |elapsed| {
+        let count = finished.load(Ordering::Relaxed);
+        let fraction = count as f64 / total.max(1) as f64;
+        match mode {
+            Mode::Bar => {
+                let filled = (fraction * 30.0) as usize;
+                let eta = if count > 0 {
+                    let left = elapsed.as_secs_f64() * (total - count) as f64 / count as f64;
+                    format!("ETA {left:.0}s")
+                } else {
+                    "ETA ?".to_string()
+                };
+                format!(
+                    "sweep [{}{}] {count}/{total} simulations, {eta}",
+                    "=".repeat(filled),
+                    " ".repeat(30 - filled)
+                )
+            }
+            Mode::Lines(_) => format!(
+                "sweep: {count} of {total} simulations done ({:.0}%); {}",
+                fraction * 100.0,
+                timing(elapsed, fraction)
+            ),
         }
-    }
+    })
 }

@@ -255,18 +255,6 @@ pub fn edges(spec: &SweepSpec, point: usize, identical: &[usize]) -> Vec<(usize,
         .collect()
 }
 
-/// Whether two 95% intervals, each a mean and a half width, overlap. An infinite mean (a
-/// recovery that never came) lies beyond every finite interval; `None` when that does not
-/// decide and an interval is undefined (one seed) or both means are infinite.
-pub fn intervals_overlap(a: (f64, f64), b: (f64, f64)) -> Option<bool> {
-    match (a.0.is_infinite(), b.0.is_infinite()) {
-        (true, true) => None,
-        (true, false) | (false, true) => Some(false),
-        _ if [a.0, a.1, b.0, b.1].iter().any(|value| value.is_nan()) => None,
-        _ => Some(a.0 - a.1 <= b.0 + b.1 && b.0 - b.1 <= a.0 + a.1),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -430,24 +418,5 @@ mod tests {
         // (base 1s, max_attempts 0), so max_attempts changes nothing there.
         assert_eq!(grid.point_values(8), ["1s", "0", "none"]);
         assert_eq!(edges(&grid, 10, &[8, 10]), [(0, Edge::Largest)]);
-    }
-
-    /// Two intervals overlap unless one lies wholly beyond the other, in either order; a
-    /// recovery that never came lies beyond any finite interval, and an interval that is not
-    /// there (one seed, or both never) decides nothing.
-    #[test]
-    fn intervals_overlap_when_neither_lies_wholly_beyond_the_other() {
-        assert_eq!(intervals_overlap((10.0, 2.0), (13.0, 1.5)), Some(true));
-        assert_eq!(intervals_overlap((10.0, 1.0), (13.0, 1.5)), Some(false));
-        assert_eq!(intervals_overlap((13.0, 1.5), (10.0, 1.0)), Some(false));
-        assert_eq!(intervals_overlap((10.0, f64::NAN), (13.0, 1.5)), None);
-        assert_eq!(
-            intervals_overlap((f64::INFINITY, f64::NAN), (13.0, f64::NAN)),
-            Some(false)
-        );
-        assert_eq!(
-            intervals_overlap((f64::INFINITY, f64::NAN), (f64::INFINITY, f64::NAN)),
-            None
-        );
     }
 }

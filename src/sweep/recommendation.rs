@@ -2,7 +2,9 @@
 //!
 //! In order: the requirements and how many points met them; the recommended point (or, if none
 //! met them, the closest and what it missed) and the runner-up; warnings (the choice on the
-//! grid's edge, a runner-up the seeds cannot tell apart from it); the Pareto front; each grid
+//! grid's edge, a runner-up the seeds cannot tell apart from it); the chosen point's 95%
+//! intervals, each with its method, and what the seeds vary and what they do not; the Pareto
+//! front; each grid
 //! key's effect; the points that give identical results; which heatmaps were drawn and which
 //! metrics were constant; and a `[[policy]]` table to paste.
 
@@ -10,11 +12,12 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use super::analysis::{Edge, Effect, Identical, edges, effect, intervals_overlap, pareto_front};
+use super::analysis::{Edge, Effect, Identical, edges, effect, pareto_front};
+use super::interval::{Interval, Method, intervals_overlap};
 use super::report::{Aggregate, aggregate_text, meets};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
 use crate::charts::heatmap::Layout;
-use crate::metrics::{Better, Domain, NamedMetric, domain};
+use crate::metrics::{Better, Domain, NamedMetric, domain, parse_metric};
 use crate::scenario::Policy;
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
@@ -346,6 +349,10 @@ pub(super) fn recommendation(
     for warning in &warnings {
         let _ = writeln!(text, "warning: {warning}");
     }
+    if let Some(point) = chosen {
+        text.push('\n');
+        intervals_section(prepared, (aggregate, rows), point, &mut text)?;
+    }
     let front_metrics = front_metrics(prepared);
     let candidates: Vec<usize> = if meeting.is_empty() {
         (0..points).collect()
@@ -393,18 +400,206 @@ pub(super) fn recommendation(
 }
 
 /// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to optimise and the
-/// half width of its 95% interval; empty without one.
+/// half width of its 95% t-interval, or ` (duplicate_writes 0.000000, 95% 0 to 1.22963)` for
+/// an interval of another [`Method`], or ` (recovery_s never on every seed)`; no interval
+/// without one.
 fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> String {
     let Some(metric) = &prepared.objective else {
         return String::new();
     };
-    let (mean, half_width) = aggregate.interval(point, &metric.name);
-    let mut text = format!(" ({} {}", metric.name, aggregate_text(mean));
-    if !half_width.is_nan() {
-        let _ = write!(text, " ± {}", aggregate_text(half_width));
+    let interval = aggregate.interval(point, &metric.name);
+    let mut text = format!(" ({} {}", metric.name, aggregate_text(interval.mean));
+    if interval.low.is_infinite() {
+        text.push_str(" on every seed");
+    } else if !interval.low.is_nan() && !interval.high.is_nan() {
+        if Method::of(metric) == Method::StudentT {
+            let half_width = (interval.high - interval.low) / 2.0;
+            let _ = write!(text, " ± {}", aggregate_text(half_width));
+        } else {
+            let _ = write!(text, ", 95% {}", range_text(interval));
+        }
     }
     text.push(')');
     text
+}
+
+/// `4107.2 to 4219.29`: an interval's bounds in six significant digits.
+fn range_text(interval: Interval) -> String {
+    format!("{} to {}", short(interval.low), short(interval.high))
+}
+
+/// Metrics whose interval at the chosen point is always listed, besides those of the
+/// requirements and `--minimize`: success, the two costs a retry can add that no later
+/// success undoes, and the recovery.
+const ALWAYS_INTERVALS: [&str; 4] = [
+    "success_rate",
+    "duplicate_writes",
+    "unknown_results",
+    "recovery_s",
+];
+
+/// The chosen point's 95% interval of the metrics to minimise, required and
+/// [`ALWAYS_INTERVALS`], each with how it was made; what pooling assumes; and what the seeds
+/// vary and what they leave to the model, with a grid key that sweeps an assumption.
+fn intervals_section(
+    prepared: &PreparedSweep,
+    (aggregate, rows): (&Aggregate, &[ResultRow]),
+    point: usize,
+    text: &mut String,
+) -> Result<(), SweepError> {
+    let seeds = prepared.seeds.len();
+    let mut names: Vec<&str> = Vec::new();
+    for name in prepared
+        .objective
+        .iter()
+        .map(|metric| metric.name.as_str())
+        .chain(prepared.requirements.iter().map(|r| r.metric.as_str()))
+        .chain(ALWAYS_INTERVALS)
+    {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let _ = writeln!(
+        text,
+        "95% intervals at point {point} over its {seeds} seed{}:",
+        if seeds == 1 { "" } else { "s" }
+    );
+    let operations = aggregate.mean(point, "operations") * seeds as f64;
+    for name in names {
+        let index = prepared
+            .columns
+            .iter()
+            .position(|metric| metric.name == name)
+            .expect("a metric of the sweep's columns");
+        let metric = &prepared.columns[index];
+        let interval = aggregate.interval(point, name);
+        let mut bounds = if interval.low.is_nan() || interval.high.is_nan() {
+            "no interval".to_string()
+        } else {
+            range_text(interval)
+        };
+        let how = match Method::of(metric) {
+            _ if interval.mean.is_nan() => {
+                bounds = "undefined on every seed".to_string();
+                match metric.domain {
+                    Domain::Recovery => "the scenario has no incident to recover from".to_string(),
+                    _ => "nothing to measure: a latency without a success, a rate during the incident without one".to_string(),
+                }
+            }
+            Method::StudentT => "Student's t over the seeds' values".to_string(),
+            Method::Range if seeds < 2 => "a range needs two seeds".to_string(),
+            Method::Wilson { count } => format!(
+                "Wilson score on {} of {} operations pooled over the seeds, or the seeds' t-interval where wider",
+                short(aggregate.mean(point, count) * seeds as f64),
+                short(operations)
+            ),
+            Method::Poisson => {
+                let _ = write!(
+                    bounds,
+                    " a run, at most {} per operation",
+                    per_operation(interval.high * seeds as f64 / operations)
+                );
+                format!(
+                    "exact Poisson on the {} events of the {seeds} run{} pooled, or the seeds' t-interval where wider",
+                    short(interval.mean * seeds as f64),
+                    if seeds == 1 { "" } else { "s" }
+                )
+            }
+            Method::Range => {
+                let never = rows
+                    .iter()
+                    .filter(|row| row.point == point)
+                    .filter(|row| parse_metric(&row.metrics[index]) == Ok(f64::INFINITY))
+                    .count();
+                format!(
+                    "the seeds' range, which covers the median recovery with probability {}%{}",
+                    short(100.0 * (1.0 - 0.5f64.powi(seeds as i32 - 1)).max(0.0)),
+                    if never > 0 {
+                        format!("; {never} of {seeds} seeds never recovered")
+                    } else {
+                        String::new()
+                    }
+                )
+            }
+        };
+        let _ = writeln!(text, "  {name} {}: {bounds} ({how})", short(interval.mean));
+    }
+    text.push_str(
+        "pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can\n",
+    );
+    if seeds < 2 {
+        text.push_str(
+            "with one seed the spread between runs is unknown: the pooled intervals are all there is, and they are too narrow wherever the operations fail together; add seeds\n",
+        );
+    }
+    let _ = writeln!(
+        text,
+        "seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: {}",
+        assumption_to_sweep(prepared, point)?
+    );
+    Ok(())
+}
+
+/// A rate per operation: six significant digits from 0.001 up, else as `2.46e-5`.
+fn per_operation(rate: f64) -> String {
+    if rate.is_finite() && rate != 0.0 && rate.abs() < 1e-3 {
+        format!("{rate:.2e}")
+    } else {
+        short(rate)
+    }
+}
+
+/// How to see what an assumption does: `sweep it: add --grid service.db.workers=40,50,60 to
+/// this command`, for the workers of the last service that calls no other (the deepest tier,
+/// or the `[upstream]`) at the point, then the clients' count, whichever the grid does not
+/// vary already, at 80%, 100% and 120% of the point's value.
+fn assumption_to_sweep(prepared: &PreparedSweep, point: usize) -> Result<String, SweepError> {
+    let spec = &prepared.spec;
+    let scenario = spec.scenario_for(point)?;
+    let services = scenario.services();
+    let deepest = services
+        .iter()
+        .rev()
+        .find(|service| service.calls.is_empty())
+        .unwrap_or(&services[0]);
+    let workers_key = match &scenario.upstream {
+        Some(_) => "upstream.workers".to_string(),
+        None => format!("service.{}.workers", deepest.name()),
+    };
+    let candidates = [
+        (workers_key, deepest.workers.get()),
+        (
+            "clients.count".to_string(),
+            scenario.clients.count.get_ref().get(),
+        ),
+    ];
+    let swept = |key: &str| {
+        spec.axes.iter().any(|axis| {
+            axis.key == key
+                || topology_keys(&scenario, &axis.key)
+                    .is_some_and(|keys| keys.iter().any(|swept| swept == key))
+        })
+    };
+    Ok(match candidates.iter().find(|(key, _)| !swept(key)) {
+        Some((key, value)) => {
+            let mut values = vec![
+                ((*value as f64) * 0.8).round().max(1.0) as u64,
+                *value,
+                ((*value as f64) * 1.2).round().max(*value as f64 + 1.0) as u64,
+            ];
+            values.dedup();
+            let values: Vec<String> = values.iter().map(ToString::to_string).collect();
+            format!(
+                "to see how far one moves the answer, sweep it: add --grid {key}={} to this command",
+                values.join(",")
+            )
+        }
+        None => format!(
+            "this sweep varies {} and {}; the others stay as the scenario states them",
+            candidates[0].0, candidates[1].0
+        ),
+    })
 }
 
 /// Whether the seeds tell the recommended point from the runner-up: a line when their 95%
@@ -422,16 +617,22 @@ fn compare(
         aggregate.interval(best, metric),
         aggregate.interval(runner_up, metric),
     );
-    let range =
-        |(mean, half): (f64, f64)| format!("{} to {}", short(mean - half), short(mean + half));
+    let range = range_text;
     let seeds_text = format!("{seeds} seed{}", if seeds == 1 { "" } else { "s" });
-    match intervals_overlap(a, b) {
+    // One seed has no spread between runs: a pooled interval alone would overstate the
+    // certainty.
+    let overlap = if seeds < 2 {
+        None
+    } else {
+        intervals_overlap(a, b)
+    };
+    match overlap {
         Some(true) => warnings.push(format!(
             "{metric} cannot tell point {best} from point {runner_up} with {seeds_text}: their 95% intervals overlap ({} and {}); add seeds",
             range(a),
             range(b)
         )),
-        Some(false) if a.0.is_finite() && b.0.is_finite() => {
+        Some(false) if a.mean.is_finite() && b.mean.is_finite() => {
             let _ = writeln!(
                 text,
                 "confidence: point {best} has the {} {metric} with {seeds_text}: the 95% intervals do not overlap ({} and {})",
@@ -445,6 +646,9 @@ fn compare(
             );
         }
         Some(false) => {}
+        None if seeds < 2 => warnings.push(format!(
+            "{metric} cannot tell point {best} from point {runner_up} with one seed: there is no spread between runs to compare them by; add seeds"
+        )),
         None => warnings.push(format!(
             "{metric} cannot tell point {best} from point {runner_up}: one of them has no 95% interval (it needs two seeds or more, each with a finite value); add seeds"
         )),
@@ -962,19 +1166,21 @@ mod tests {
     /// | 4 | 200ms | 1 | 0.96, 0.98 | 190, 200 | 4 |
     /// | 5 | 200ms | 2 | as point 3, every metric (the deadline binds) | | |
     ///
-    /// `peak_incident_rps` is 1000 + 100 x point (point 5 as 3), `operations` 1000, and every
-    /// other metric 0.
+    /// `peak_incident_rps` is 1000 + 100 x point (point 5 as 3), `operations` 1000,
+    /// `succeeded` 1000 x `success_rate`, and every other metric 0.
     fn rows() -> Vec<ResultRow> {
         let value = |metric: &str, point: usize, seed: usize| -> f64 {
             let twin = if point == 5 { 3 } else { point };
+            let success = [
+                [0.85, 0.85],
+                [0.92, 0.94],
+                [0.95, 0.95],
+                [0.99, 0.99],
+                [0.96, 0.98],
+            ][twin][seed];
             match metric {
-                "success_rate" => [
-                    [0.85, 0.85],
-                    [0.92, 0.94],
-                    [0.95, 0.95],
-                    [0.99, 0.99],
-                    [0.96, 0.98],
-                ][twin][seed],
+                "success_rate" => success,
+                "succeeded" => (1000.0 * success).round(),
                 "p99_ms" => [
                     [100.0, 100.0],
                     [300.0, 310.0],
@@ -1010,7 +1216,11 @@ mod tests {
     /// and 2, and points 3 and 5 (the best success) share a row. Each key's effect is the mean
     /// of its ranges: attempts moves p99 by (205 + 190 + 205) / 3 = 200 and base by (110 + 95)
     /// / 2 = 102.5; success by (0.08 + 0.04 + 0.02) / 3 and (0.12 + 0.06) / 2. The peak after
-    /// the incident is 0 everywhere, so it has no heatmap.
+    /// the incident is 0 everywhere, so it has no heatmap. The intervals at point 4: p99 as
+    /// above; success 0.97 ± 0.12706 (t, wider than Wilson on 1940 of 2000), cut at 1; no
+    /// duplicate write or unknown result on either seed gives -ln(0.025) / 2 = 1.84444 a run,
+    /// 3.68888 / 2000 operations; the recovery's range is 4 to 4, which covers the median with
+    /// probability 1 - 2^(1-2) = 50%. The upstream's 30 workers give 24, 30, 36 to sweep.
     #[test]
     fn the_recommendation_explains_itself_with_values_known_in_closed_form() {
         let (_, text) = finalize(&prepared("success_rate>=0.9"), &rows(), &[]).unwrap();
@@ -1029,6 +1239,15 @@ runner-up: point 2: policy.base=100ms policy.max_attempts=1 (p99_ms 210.000000 �
 warning: p99_ms cannot tell point 4 from point 2 with 2 seeds: their 95% intervals overlap (131.47 to 258.53 and 82.94 to 337.06); add seeds
 warning: policy.base = 200ms is the largest value tried: the best may lie above it; extend the grid
 warning: policy.max_attempts = 1 is the smallest value tried: the best may lie below it; extend the grid
+
+95% intervals at point 4 over its 2 seeds:
+  p99_ms 195: 131.47 to 258.53 (Student's t over the seeds' values)
+  success_rate 0.97: 0.84294 to 1 (Wilson score on 1940 of 2000 operations pooled over the seeds, or the seeds' t-interval where wider)
+  duplicate_writes 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
+  unknown_results 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
+  recovery_s 4: 4 to 4 (the seeds' range, which covers the median recovery with probability 50%)
+pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can
+seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.workers=24,30,36 to this command
 
 Pareto front of the 5 points that meet the requirements, over p99_ms (lower is better) and success_rate (higher is better): 3 points that no other point beats in every metric (2 distinct results), best p99_ms first (* the recommended point):
 point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
@@ -1081,6 +1300,15 @@ points without a value (they meet a requirement only if it says `or undefined` o
 no point meets every requirement; closest: point 3: policy.base=100ms policy.max_attempts=2
   misses success_rate >= 0.999: measured 0.990000 (0.90% short)
 warning: policy.max_attempts = 2 is the largest value tried: the best may lie above it; extend the grid
+
+95% intervals at point 3 over its 2 seeds:
+  p99_ms 400: 400 to 400 (Student's t over the seeds' values)
+  success_rate 0.99: 0.984604 to 0.993517 (Wilson score on 1980 of 2000 operations pooled over the seeds, or the seeds' t-interval where wider)
+  duplicate_writes 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
+  unknown_results 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
+  recovery_s 3: 3 to 3 (the seeds' range, which covers the median recovery with probability 50%)
+pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can
+seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.workers=24,30,36 to this command
 
 Pareto front of all 6 points (none meets the requirements), over p99_ms (lower is better) and success_rate (higher is better): 4 points that no other point beats in every metric (3 distinct results), best p99_ms first (* the closest point):
 point  policy.base  policy.max_attempts   p99_ms  success_rate  identical

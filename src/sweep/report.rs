@@ -3,7 +3,7 @@
 //! | file | content |
 //! |---|---|
 //! | `results.csv` | one row per point and seed: grid values, every summary metric, and in a topology every service's (`amplification@db`) |
-//! | `aggregate.csv` | one row per point: mean and 95% confidence interval of each metric |
+//! | `aggregate.csv` | one row per point: mean and 95% interval of each metric, by [`super::interval`] |
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, scenario text included, so shards can be merged |
 //! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::charts::pareto`] |
@@ -20,6 +20,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::check::{check_metrics, manifest_differences};
+use super::interval::{Interval, interval};
 use super::recommendation::{Verdict, recommendation};
 use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric};
 use crate::charts::heatmap::{self, HeatmapData};
@@ -29,54 +30,6 @@ use crate::metrics::NamedMetric;
 
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);
-
-/// Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom.
-const T_975: [f64; 30] = [
-    12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-    2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-    2.052, 2.048, 2.045, 2.042,
-];
-
-/// The 97.5% quantile of Student's t with `df` degrees of freedom; beyond the table, the
-/// Cornish-Fisher expansion around the normal quantile (within 0.01% for df > 30).
-fn t_quantile(df: usize) -> f64 {
-    match df {
-        0 => f64::NAN,
-        1..=30 => T_975[df - 1],
-        _ => {
-            let (z, df) = (1.959_964_f64, df as f64);
-            z + (z.powi(3) + z) / (4.0 * df)
-                + (5.0 * z.powi(5) + 16.0 * z.powi(3) + 3.0 * z) / (96.0 * df * df)
-        }
-    }
-}
-
-/// Mean and half-width of the 95% confidence interval of the values; a value undefined on
-/// some seed (a latency where nothing succeeded) makes the mean undefined, and infinity (a
-/// recovery that never came) makes it infinite, so that a point is not judged by its lucky
-/// seeds alone.
-pub fn mean_and_interval(values: &[f64]) -> (f64, f64) {
-    if values.iter().any(|value| value.is_nan()) {
-        return (f64::NAN, f64::NAN);
-    }
-    if values.iter().any(|value| value.is_infinite()) {
-        return (f64::INFINITY, f64::NAN);
-    }
-    let n = values.len();
-    if n == 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, f64::NAN);
-    }
-    let variance = values
-        .iter()
-        .map(|value| (value - mean).powi(2))
-        .sum::<f64>()
-        / (n - 1) as f64;
-    (mean, t_quantile(n - 1) * (variance / n as f64).sqrt())
-}
 
 /// A mean or a bound as `aggregate.csv` writes it: six decimals, `never`, or empty.
 pub(super) fn aggregate_text(value: f64) -> String {
@@ -189,10 +142,10 @@ pub fn read_results(
     Ok(rows)
 }
 
-/// Per point: mean and interval half-width of each metric.
+/// Per point: mean and 95% interval of each metric, by the metric's [`Method`].
 pub(super) struct Aggregate {
-    /// `[point * columns + metric] = (mean, half width)`, metrics in the order of the columns.
-    values: Vec<(f64, f64)>,
+    /// `[point * columns + metric]`, metrics in the order of the columns.
+    values: Vec<Interval>,
     /// Each metric's position among the columns, by name.
     index: BTreeMap<String, usize>,
 }
@@ -204,43 +157,44 @@ impl Aggregate {
     fn new(columns: &[NamedMetric], points: usize, rows: &[ResultRow]) -> Aggregate {
         debug_assert!(rows.is_sorted_by_key(|row| row.point));
         let mut groups = rows.chunk_by(|a, b| a.point == b.point).peekable();
-        let mut samples = Vec::new();
+        let index: BTreeMap<String, usize> = columns
+            .iter()
+            .enumerate()
+            .map(|(index, metric)| (metric.name.clone(), index))
+            .collect();
         let mut values = Vec::with_capacity(points * columns.len());
         for point in 0..points {
             let of_point = groups
                 .next_if(|group| group[0].point == point)
                 .unwrap_or_default();
-            for metric in 0..columns.len() {
-                samples.clear();
-                samples.extend(
-                    of_point
-                        .iter()
-                        .map(|row| parse_metric(&row.metrics[metric]).expect("checked when read")),
-                );
-                values.push(mean_and_interval(&samples));
+            let column = |position: usize| -> Vec<f64> {
+                of_point
+                    .iter()
+                    .map(|row| parse_metric(&row.metrics[position]).expect("checked when read"))
+                    .collect()
+            };
+            for (position, metric) in columns.iter().enumerate() {
+                values.push(interval(metric, &column(position), |name| {
+                    column(index[name])
+                }));
             }
         }
-        let index = columns
-            .iter()
-            .enumerate()
-            .map(|(index, metric)| (metric.name.clone(), index))
-            .collect();
         Aggregate { values, index }
     }
 
-    /// Each metric's means and half widths at `point`, in the order of the columns.
-    fn of_point(&self, point: usize) -> &[(f64, f64)] {
+    /// Each metric's mean and interval at `point`, in the order of the columns.
+    fn of_point(&self, point: usize) -> &[Interval] {
         let width = self.index.len();
         &self.values[point * width..(point + 1) * width]
     }
 
     /// The mean of `metric` at `point`.
     pub(super) fn mean(&self, point: usize, metric: &str) -> f64 {
-        self.interval(point, metric).0
+        self.interval(point, metric).mean
     }
 
-    /// The mean of `metric` at `point` and the half width of its 95% interval.
-    pub(super) fn interval(&self, point: usize, metric: &str) -> (f64, f64) {
+    /// The mean of `metric` at `point` and its 95% interval.
+    pub(super) fn interval(&self, point: usize, metric: &str) -> Interval {
         let index = self.index[metric];
         self.of_point(point)[index]
     }
@@ -263,11 +217,11 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
         let mut row = vec![point.to_string()];
         row.extend(spec.point_values(point).into_iter().map(str::to_string));
         row.push(prepared.seeds.len().to_string());
-        for &(mean, half_width) in aggregate.of_point(point) {
+        for interval in aggregate.of_point(point) {
             row.extend([
-                aggregate_text(mean),
-                aggregate_text(mean - half_width),
-                aggregate_text(mean + half_width),
+                aggregate_text(interval.mean),
+                aggregate_text(interval.low),
+                aggregate_text(interval.high),
             ]);
         }
         row.push(meets(prepared, aggregate, point).to_string());
@@ -579,26 +533,4 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
     }
     rows.sort_by_key(|row| (row.point, row.seed_index));
     Ok((spec, rows))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn intervals_use_students_t() {
-        let (mean, half) = mean_and_interval(&[1.0, 2.0, 3.0]);
-        assert_eq!(mean, 2.0);
-        // s = 1, n = 3: 4.303 / sqrt(3).
-        assert!((half - 4.303 / 3f64.sqrt()).abs() < 1e-12);
-        let (mean, half) = mean_and_interval(&[5.0]);
-        assert_eq!(mean, 5.0);
-        assert!(half.is_nan());
-        assert!(mean_and_interval(&[1.0, f64::INFINITY]).0.is_infinite());
-        assert!(mean_and_interval(&[f64::NAN]).0.is_nan());
-        assert!(mean_and_interval(&[f64::NAN, 4.0]).0.is_nan());
-        // Tabulated: t(0.975; 31) = 2.0395, t(0.975; 120) = 1.9799.
-        assert!((t_quantile(31) - 2.0395).abs() < 0.0002);
-        assert!((t_quantile(120) - 1.9799).abs() < 0.0002);
-    }
 }

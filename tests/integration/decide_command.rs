@@ -181,3 +181,62 @@ fn usage_errors_name_the_flag_and_exit_two() {
     let mixed = retrystorm(&["decide", "--batch", "--method", "GET"], None);
     assert_eq!(mixed.status.code(), Some(2));
 }
+
+/// HTTP method names are case-sensitive (RFC 9110 §9.1), and the decision reads only whether
+/// one is idempotent: `post` used to be answered `unknown-result` as if it were a method no
+/// client can repeat. An unknown method is now a usage error (exit 2) that lists the valid
+/// methods and gives the upper-case spelling; a batch line with one gets an error line.
+#[test]
+fn an_unknown_method_is_refused_with_the_valid_list() {
+    let mut flags = vec!["decide"];
+    flags.extend_from_slice(&WORKED_EXAMPLE);
+    flags[2] = "post";
+    let refused = retrystorm(&flags, None);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(refused.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("did you mean `POST`?"), "{stderr}");
+    assert!(
+        stderr.contains("GET, HEAD, POST, PUT, DELETE, CONNECT, OPTIONS, TRACE, PATCH"),
+        "{stderr}"
+    );
+
+    let line = r#"{"method":"post","status":503,"attempt":0,"now_ms":0,"deadline_ms":1000}"#;
+    let batch = retrystorm(&["decide", "--batch"], Some(&format!("{line}\n")));
+    assert_eq!(batch.status.code(), Some(1));
+    let answer = String::from_utf8(batch.stdout).unwrap();
+    assert!(
+        answer.starts_with(
+            r#"{"line":1,"error":"field `method`: unknown HTTP method \"post\"; methods are case-sensitive"#
+        ),
+        "{answer}"
+    );
+}
+
+/// A failed attempt got either a response (`--status`) or none (`--transport-error`): with
+/// neither, the procedure used to answer `not-transient` to a question that was never asked.
+/// It is a usage error (exit 2) naming both flags, and nothing is printed on stdout.
+#[test]
+fn decide_without_a_status_or_a_transport_error_is_refused() {
+    let refused = retrystorm(
+        &[
+            "decide",
+            "--method",
+            "GET",
+            "--attempt",
+            "0",
+            "--now-ms",
+            "0",
+            "--deadline-ms",
+            "1000",
+        ],
+        None,
+    );
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(refused.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--status N") && stderr.contains("--transport-error"),
+        "{stderr}"
+    );
+}

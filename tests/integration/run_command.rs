@@ -267,6 +267,7 @@ fn trace_has_one_row_per_attempt() {
         "incident.start=1s",
         "--set",
         "clients.count=50",
+        "--no-fail-on-claims",
     ]);
     assert!(
         output.status.success(),
@@ -314,6 +315,7 @@ fn seed_and_set_change_the_run() {
             "duration=2s",
             "--set",
             "incident.start=1s",
+            "--no-fail-on-claims",
         ];
         args.extend_from_slice(extra);
         assert!(retrystorm(&args).status.success());
@@ -426,6 +428,8 @@ fn a_full_stdout_is_an_error_not_a_panic() {
             "0",
             "--deadline-ms",
             "9",
+            "--status",
+            "503",
         ],
         vec!["import", "scenarios/configs/grpc-service-config.json"],
     ];
@@ -621,6 +625,7 @@ fn policies_changed_by_set_are_labelled() {
             "--set",
             "incident.start=1s",
             "--no-charts",
+            "--no-fail-on-claims",
             "--out",
             out.to_str().unwrap(),
         ]);
@@ -708,5 +713,90 @@ fn the_standard_benchmark_offers_its_stated_load_and_reports_events_per_operatio
             .unwrap();
         let reported = format!("{:.2} events per operation", events / operations);
         assert!(line.contains(&reported), "{reported:?} not in {line}");
+    }
+}
+
+/// A claim that does not hold fails the run as a failed threshold fails a load test's CI step
+/// (k6 exits 99): `run` writes every result, prints the claim, and exits 3, a code distinct
+/// from bad input (1) and a wrong command line (2); `--no-fail-on-claims` exits 0 with the
+/// same files. The scenario is `tuning` with a claim no policy meets (every operation
+/// succeeds although the API is down for 2 s and its deadline is 5 s).
+#[test]
+fn a_claim_that_does_not_hold_exits_three_unless_told_not_to() {
+    let out = fresh_folder("run-failing-claim");
+    let scenario = out.with_extension("toml");
+    let text = std::fs::read_to_string("scenarios/tuning.toml")
+        .unwrap()
+        .replace("name = \"tuning\"", "name = \"failing-claim\"")
+        .replace("count = 2000", "count = 200");
+    std::fs::write(
+        &scenario,
+        format!(
+            "{text}\n[[expect]]\npolicy = \"tuned\"\nmetric = \"success_rate\"\nat_least = 1.0\n"
+        ),
+    )
+    .unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            scenario.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+            "--no-charts",
+        ];
+        args.extend_from_slice(extra);
+        retrystorm(&args)
+    };
+    let failed = run(&[]);
+    let stdout = String::from_utf8_lossy(&failed.stdout);
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(3), "{stdout}{stderr}");
+    assert!(stdout.contains("lesson: 0 of 1 claims held"), "{stdout}");
+    assert!(
+        stderr.contains("1 claim did not hold: exit 3 (--no-fail-on-claims exits 0)"),
+        "{stderr}"
+    );
+    let summary = out.join("failing-claim/summary.json");
+    let written = std::fs::read(&summary).expect("the results are written");
+
+    let allowed = run(&["--no-fail-on-claims"]);
+    assert_eq!(
+        allowed.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&allowed.stderr)
+    );
+    assert_eq!(std::fs::read(&summary).unwrap(), written);
+}
+
+/// Not on a terminal, `run` prints a progress line on stderr every interval
+/// (`RETRYSTORM_PROGRESS_SECONDS`, here a hundredth of a second): how much of the scenario's
+/// duration is simulated, the time elapsed and an estimate; stdout is what it is without.
+#[test]
+fn a_run_off_a_terminal_prints_progress_lines_on_stderr() {
+    let out = fresh_folder("run-progress");
+    let run = |interval: &str| {
+        Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .args(["run", "scenarios/tuning.toml", "--no-charts", "--out"])
+            .arg(&out)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("RETRYSTORM_PROGRESS_SECONDS", interval)
+            .output()
+            .expect("retrystorm runs")
+    };
+    let slow = run("1000");
+    let told = run("0.01");
+    assert!(told.status.success());
+    assert_eq!(told.stdout, slow.stdout);
+    assert!(slow.stderr.is_empty());
+    let stderr = String::from_utf8(told.stderr).unwrap();
+    assert!(!stderr.is_empty() && !stderr.contains('\r'), "{stderr:?}");
+    for line in stderr.lines() {
+        assert!(
+            line.starts_with("tuning: ")
+                && line.contains("% of 30.0s simulated (1 policy)")
+                && line.contains("s elapsed, "),
+            "{line}"
+        );
     }
 }

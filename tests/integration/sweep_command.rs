@@ -1527,3 +1527,70 @@ fn a_sweeps_seed_above_the_largest_toml_integer_runs_again() {
     let again = retrystorm::scenario::load_str(&resolved, "scenario.toml", &[]).unwrap();
     assert_eq!(again.seed, 12918135221727111561);
 }
+
+/// Not on a terminal (a CI log, `nohup`), a sweep used to print nothing until it was done. It
+/// prints a progress line every interval on stderr, saying how many simulations of how many
+/// are done, the time elapsed and an estimate; stdout and the files are the same as without
+/// it. The interval is `RETRYSTORM_PROGRESS_SECONDS` (5 s by default), here a hundredth of a
+/// second so that four simulations give several lines; a value that is not a number of
+/// seconds is refused before anything runs.
+#[test]
+fn a_sweep_off_a_terminal_prints_progress_lines_on_stderr() {
+    let sweep = |out: &PathBuf, interval: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_retrystorm"));
+        command
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .args([
+                "sweep",
+                "scenarios/tuning.toml",
+                "--grid",
+                "policy.base=50ms,100ms",
+                "--seeds",
+                "2",
+                "--no-charts",
+                "--out",
+                out.to_str().unwrap(),
+            ])
+            .env("RAYON_NUM_THREADS", "1")
+            .env_remove("RETRYSTORM_PROGRESS_SECONDS");
+        if let Some(interval) = interval {
+            command.env("RETRYSTORM_PROGRESS_SECONDS", interval);
+        }
+        command.output().expect("retrystorm runs")
+    };
+    let out = fresh("sweep-progress");
+    let quiet = sweep(&out, None);
+    assert!(quiet.status.success());
+    assert!(
+        quiet.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&quiet.stderr)
+    );
+    let recommendation = std::fs::read(out.join("tuning-sweep/recommendation.txt")).unwrap();
+
+    let told = sweep(&out, Some("0.01"));
+    assert!(told.status.success());
+    assert_eq!(told.stdout, quiet.stdout);
+    assert_eq!(
+        std::fs::read(out.join("tuning-sweep/recommendation.txt")).unwrap(),
+        recommendation
+    );
+    let stderr = String::from_utf8(told.stderr).unwrap();
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(lines.len() >= 2, "{stderr}");
+    for line in &lines {
+        assert!(
+            line.starts_with("sweep: ")
+                && line.contains(" of 4 simulations done (")
+                && line.contains("s elapsed, "),
+            "{line}"
+        );
+        assert!(!line.contains('\r'), "{line:?}");
+    }
+
+    let refused = sweep(&out, Some("soon"));
+    assert_eq!(refused.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&refused.stderr).contains(
+        "RETRYSTORM_PROGRESS_SECONDS=\"soon\": expected seconds above zero, such as 5 or 0.5"
+    ));
+}
