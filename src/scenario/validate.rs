@@ -244,14 +244,12 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
                 format!("operation name {name:?} is empty or used twice; names must be unique"),
             ));
         }
-        let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
-        if operation.method.is_empty() || !operation.method.chars().all(tchar) {
+        // A misspelt or lower-case method would be simulated as a write that is never
+        // repeatable (`get` is not `GET`), so only the methods the decision knows are valid.
+        if let Err(error) = crate::decision::known_method(&operation.method) {
             return Err((
                 operation.name.span(),
-                format!(
-                    "method {:?} is not an HTTP method token, such as GET or POST",
-                    operation.method
-                ),
+                format!("operation {name:?}: {error}"),
             ));
         }
         let weight = *operation.weight.get_ref();

@@ -458,3 +458,26 @@ fn a_drain_longer_than_the_series_allows_is_refused() {
     let unbounded = VALID.replace("name = \"a\"", "name = \"a\"\nignore_deadline = true");
     load_str(&unbounded, "ok.toml", &[]).unwrap();
 }
+
+/// HTTP methods are case-sensitive (RFC 9110 §9.1), and the method decides whether an
+/// operation may be repeated: `get` would have been simulated as a write that is never safe to
+/// retry. A method the decision does not know is refused at its operation, with the upper-case
+/// spelling or the nearest name and the valid list, as `decide --method` refuses it.
+#[test]
+fn an_operations_method_is_one_the_decision_knows() {
+    let operation = "rate = 1.0\n[[clients.operations]]\nname = \"read\"\nmethod = ";
+    let lower = error_with("rate = 1.0", &format!("{operation}\"get\""));
+    assert_contains(
+        &lower,
+        &[
+            "bad.toml:8:8:",
+            "operation \"read\": unknown HTTP method \"get\"",
+            "did you mean `GET`?",
+            "valid methods: GET, HEAD",
+        ],
+    );
+    let misspelt = error_with("rate = 1.0", &format!("{operation}\"PSOT\""));
+    assert_contains(&misspelt, &["unknown HTTP method \"PSOT\""]);
+    let valid = VALID.replace("rate = 1.0", &format!("{operation}\"PATCH\""));
+    load_str(&valid, "ok.toml", &[]).unwrap();
+}
