@@ -407,7 +407,7 @@ impl Model {
                 cumulative_weight += *operation.weight.get_ref();
                 Endpoint {
                     cumulative_weight,
-                    idempotent_method: is_idempotent_method(&operation.method),
+                    idempotent_method: is_idempotent_method(operation.method.get_ref()),
                     idempotency_key: policy.idempotency_key.unwrap_or(operation.idempotency_key),
                     status_endpoint: policy.status_endpoint.unwrap_or(operation.status_endpoint),
                 }

@@ -240,7 +240,7 @@ pub struct Operation {
     /// HTTP method, case-sensitive (default `GET`). GET, HEAD, PUT, DELETE, OPTIONS and TRACE
     /// are idempotent; anything else commits a write each time it is processed.
     #[serde(default = "defaults::method")]
-    pub method: String,
+    pub method: Spanned<String>,
     /// Relative weight (default 1).
     #[serde(default = "defaults::weight")]
     pub weight: Spanned<f64>,
@@ -741,8 +741,8 @@ mod defaults {
     pub fn attempt_timeout() -> Duration {
         Duration::from_ms(1000)
     }
-    pub fn method() -> String {
-        "GET".to_string()
+    pub fn method() -> Spanned<String> {
+        Spanned::new(0..0, "GET".to_string())
     }
     pub fn weight() -> Spanned<f64> {
         Spanned::new(0..0, 1.0)

@@ -246,9 +246,9 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
         }
         // A misspelt or lower-case method would be simulated as a write that is never
         // repeatable (`get` is not `GET`), so only the methods the decision knows are valid.
-        if let Err(error) = crate::decision::known_method(&operation.method) {
+        if let Err(error) = crate::decision::known_method(operation.method.get_ref()) {
             return Err((
-                operation.name.span(),
+                span_of(&operation.method, operation.name.span()),
                 format!("operation {name:?}: {error}"),
             ));
         }

@@ -470,7 +470,7 @@ fn an_operations_method_is_one_the_decision_knows() {
     assert_contains(
         &lower,
         &[
-            "bad.toml:8:8:",
+            "bad.toml:9:10:",
             "operation \"read\": unknown HTTP method \"get\"",
             "did you mean `GET`?",
             "valid methods: GET, HEAD",
