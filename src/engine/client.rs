@@ -461,10 +461,10 @@ impl<O: Observer> Engine<'_, O> {
         } else {
             match (timed_out, reply) {
                 (false, Reply::Ok) => self.succeed(operation),
-                (true, _) => self.no_response(operation, TransportError::Timeout),
-                (false, Reply::Reset) => self.no_response(operation, TransportError::Reset),
-                (false, Reply::Refused) => self.no_response(operation, TransportError::Refused),
-                (false, _) => self.decide(operation, status, false, retry_after, false),
+                _ => match transport_error(timed_out, reply) {
+                    Some(error) => self.no_response(operation, error),
+                    None => self.decide(operation, status, false, retry_after, false),
+                },
             }
         };
         if user && self.hears_attempts {
