@@ -5,6 +5,10 @@
 //! (clap's usage errors); 3 `run` wrote every result but a claim of a scenario's lesson did not
 //! hold (not with `--no-fail-on-claims`); 128 plus the signal's number after SIGINT, SIGTERM
 //! or SIGHUP.
+//!
+//! Every error and warning reaches the terminal through [`report`] (and clap's usage errors
+//! through the same escaping), which escapes control characters: a message echoing user text
+//! cannot move the cursor, clear the screen or recolour the terminal.
 
 mod decide;
 mod import;
@@ -12,10 +16,12 @@ mod progress;
 mod run;
 mod sweep;
 
+use std::fmt;
 use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use retrystorm::escape;
 use retrystorm::output::staging::remove_on_signals;
 
 /// A deterministic retry-storm simulator.
@@ -59,13 +65,22 @@ enum Command {
 
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // Help and version go to stdout as clap writes them; a usage error echoes the command
+        // line, so it is escaped as every other error is.
+        Err(error) if error.use_stderr() => {
+            eprint!("{}", escape::terminal(&error.render().to_string()));
+            return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+        }
+        Err(error) => error.exit(),
+    };
     let writes_folders = matches!(
         cli.command,
         Command::Run(_) | Command::Sweep(_) | Command::Merge(_)
     );
     if writes_folders && let Err(error) = remove_on_signals() {
-        eprintln!("retrystorm: cannot watch for interrupts: {error}");
+        report(format_args!("cannot watch for interrupts: {error}"));
         return ExitCode::FAILURE;
     }
     let outcome = match cli.command {
@@ -81,8 +96,14 @@ pub fn run() -> ExitCode {
         // A reader that closed the pipe early (`| head`) is not an error worth a message.
         Err(error) if error.kind() == io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("retrystorm: {error}");
+            report(format_args!("{error}"));
             ExitCode::FAILURE
         }
     }
+}
+
+/// Prints `message` to stderr as the program's error or warning, after `retrystorm: `, with its
+/// control characters escaped ([`escape::terminal`]).
+pub(crate) fn report(message: impl fmt::Display) {
+    eprintln!("retrystorm: {}", escape::terminal(&message.to_string()));
 }

@@ -9,10 +9,14 @@
 //! faithful but worth knowing (a clamp, a default filled in, a mapping of gRPC codes to HTTP
 //! statuses) are returned as notes, which `retrystorm import` prints as comments.
 //!
-//! Both JSON and YAML are read into one JSON value, so the two importers see one shape.
+//! Both JSON and YAML are read into one JSON value ([`document`]), so the two importers see one
+//! shape; the file is read as every input file is ([`crate::text_file`]), at most
+//! [`MAX_CONFIG_BYTES`]. Keys echoed in errors go through [`crate::escape::user_text`].
 
+pub mod document;
 pub mod envoy;
 pub mod grpc;
+pub mod yaml_limits;
 
 use std::fmt;
 use std::path::Path;
@@ -95,16 +99,20 @@ pub(crate) fn field_error(field: impl Into<String>, message: impl Into<String>) 
     }
 }
 
+/// The largest config file read, as for scenarios: a config is a few kilobytes.
+pub const MAX_CONFIG_BYTES: u64 = crate::scenario::MAX_SCENARIO_BYTES;
+
 /// Reads the config at `path` (JSON, or YAML for `.yaml`/`.yml`) and imports it: a gRPC
 /// service config if it has `methodConfig` or `retryThrottling`, an Envoy retry policy if it
 /// has `retry_policy`. `method` chooses among several `methodConfig` entries.
 pub fn import_file(path: &Path, method: Option<&str>) -> Result<Imported, ImportError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|error| ImportError {
-        file: file.clone(),
-        field: String::new(),
-        message: format!("cannot read the config: {error}"),
-    })?;
+    let text =
+        crate::text_file::read_text(path, MAX_CONFIG_BYTES).map_err(|error| ImportError {
+            file: file.clone(),
+            field: String::new(),
+            message: format!("cannot read the config: {error}"),
+        })?;
     let yaml = matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")
@@ -114,25 +122,7 @@ pub fn import_file(path: &Path, method: Option<&str>) -> Result<Imported, Import
 
 /// Imports a config given as text; `yaml` says how to read it.
 pub fn import_str(text: &str, yaml: bool, method: Option<&str>) -> Result<Imported, ImportError> {
-    let document: Value = if yaml {
-        serde_norway::from_str(text).map_err(|error| {
-            let field = error
-                .location()
-                .map(|at| format!("line {}, column {}", at.line(), at.column()))
-                .unwrap_or_default();
-            ImportError {
-                file: String::new(),
-                field,
-                message: format!("not valid YAML: {error}"),
-            }
-        })?
-    } else {
-        serde_json::from_str(text).map_err(|error| ImportError {
-            file: String::new(),
-            field: format!("line {}, column {}", error.line(), error.column()),
-            message: format!("not valid JSON: {error}"),
-        })?
-    };
+    let document = document::parse(text, yaml)?;
     let Value::Object(object) = &document else {
         return Err(field_error("", "the config must be an object"));
     };
@@ -221,10 +211,11 @@ pub(crate) fn refuse_unknown(
     unmodelled: &[(&str, &str)],
 ) -> Result<(), ImportError> {
     for key in object.keys() {
+        let key_shown = crate::escape::user_text(key);
         let field = if prefix.is_empty() {
-            key.clone()
+            key_shown.into_owned()
         } else {
-            format!("{prefix}.{key}")
+            format!("{prefix}.{key_shown}")
         };
         if let Some((_, why)) = unmodelled.iter().find(|(name, _)| name == key) {
             return Err(field_error(

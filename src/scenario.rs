@@ -22,12 +22,12 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use controls::ControlSpec;
-pub use load::{Override, ScenarioError, load, load_str};
+pub use load::{MAX_SCENARIO_BYTES, Override, ScenarioError, load, load_str, read_scenario};
 pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
     QueueDiscipline, RejectionCost,
 };
-pub use validate::longest_operation;
+pub use validate::{check_policy_name, longest_operation};
 
 use crate::backoff::Jitter;
 use crate::distribution::Distribution;

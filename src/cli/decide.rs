@@ -143,9 +143,9 @@ pub fn decide(args: &DecideArgs) -> io::Result<ExitCode> {
         // The article's procedure would answer `not-transient`: a failure that is neither a
         // status nor a transport error is a question left out, not a signal.
         Some(_) if args.status.is_none() && !args.transport_error => {
-            eprintln!(
-                "retrystorm: decide needs what the failed attempt got: --status N (the HTTP status of its response) or --transport-error (no response: a timeout or a reset)"
-            );
+            super::report(format_args!(
+                "decide needs what the failed attempt got: --status N (the HTTP status of its response) or --transport-error (no response: a timeout or a reset)"
+            ));
             Ok(ExitCode::from(2))
         }
         Some(case) => {
@@ -156,11 +156,11 @@ pub fn decide(args: &DecideArgs) -> io::Result<ExitCode> {
         None => {
             let summary = run_batch(io::stdin().lock(), io::BufWriter::new(stdout))?;
             if summary.errors > 0 {
-                eprintln!(
-                    "retrystorm: {} of {} lines could not be read (see their \"error\" lines)",
+                super::report(format_args!(
+                    "{} of {} lines could not be read (see their \"error\" lines)",
                     summary.errors,
                     summary.errors + summary.decided
-                );
+                ));
                 return Ok(ExitCode::FAILURE);
             }
             Ok(ExitCode::SUCCESS)

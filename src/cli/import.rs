@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use retrystorm::import::import_file;
-use retrystorm::scenario::Policy;
+use retrystorm::scenario::{Policy, check_policy_name};
 
 /// Flags of `import`.
 #[derive(Debug, Args)]
@@ -18,8 +18,9 @@ pub struct ImportArgs {
     /// (`package.Service/Method` or `package.Service`).
     #[arg(long)]
     method: Option<String>,
-    /// The policy's name (default: the file's name without extension).
-    #[arg(long)]
+    /// The policy's name (default: the file's name without extension): 1 to 100 characters,
+    /// without control characters, as a scenario's policy names.
+    #[arg(long, value_parser = policy_name)]
     name: Option<String>,
 }
 
@@ -28,7 +29,7 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
     let imported = match import_file(&args.config, args.method.as_deref()) {
         Ok(imported) => imported,
         Err(error) => {
-            eprintln!("retrystorm: {error}");
+            super::report(format_args!("{error}"));
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -37,13 +38,20 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
             stem.to_string_lossy().into_owned()
         })
     });
+    if let Err(message) = check_policy_name(&name) {
+        super::report(format_args!(
+            "{}: {message}; name it with --name",
+            args.config.display()
+        ));
+        return Ok(ExitCode::FAILURE);
+    }
     let mut policy = Policy::named(&name);
     imported.apply(&mut policy, &[]);
     let mut out = io::stdout().lock();
     writeln!(
         out,
         "# Imported from {} ({}).",
-        args.config.display(),
+        retrystorm::escape::user_text(&args.config.display().to_string()),
         imported.source
     )?;
     for note in &imported.notes {
@@ -55,6 +63,11 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
     .map_err(|error| io::Error::other(error.to_string()))?;
     out.write_all(document.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--name`, checked as the scenario loader checks a policy's name.
+fn policy_name(name: &str) -> Result<String, String> {
+    check_policy_name(name).map(|()| name.to_string())
 }
 
 /// `[[policy]]` as TOML writes it.

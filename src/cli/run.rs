@@ -104,7 +104,7 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
                 }
             }
             Err(error) => {
-                eprintln!("retrystorm: {error}");
+                super::report(format_args!("{error}"));
                 code = ExitCode::FAILURE;
             }
         }
@@ -152,19 +152,19 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             Ok(scenario) => {
                 // Each result folder holds one scenario: two of one name would mix.
                 if let Some(index) = scenarios.iter().position(|s| s.name == scenario.name) {
-                    eprintln!(
-                        "retrystorm: {} and {} are both named {:?}; their results would share {}: rename one",
+                    super::report(format_args!(
+                        "{} and {} are both named {:?}; their results would share {}: rename one",
                         args.scenarios[index].display(),
                         path.display(),
                         scenario.name.as_str(),
                         args.out.join(scenario.name.as_str()).display()
-                    );
+                    ));
                     return Ok(ExitCode::FAILURE);
                 }
                 scenarios.push(scenario);
             }
             Err(error) => {
-                eprintln!("retrystorm: {error}");
+                super::report(format_args!("{error}"));
                 return Ok(ExitCode::FAILURE);
             }
         }
@@ -178,7 +178,7 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
     let mode = match Mode::of_stderr() {
         Ok(mode) => mode,
         Err(error) => {
-            eprintln!("retrystorm: {error}");
+            super::report(format_args!("{error}"));
             return Ok(ExitCode::FAILURE);
         }
     };
@@ -187,10 +187,10 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
         failed_claims += run_one(scenario, args, mode)?;
     }
     if failed_claims > 0 && !args.no_fail_on_claims {
-        eprintln!(
-            "retrystorm: {failed_claims} claim{} did not hold: exit {CLAIMS_FAILED} (--no-fail-on-claims exits 0)",
+        super::report(format_args!(
+            "{failed_claims} claim{} did not hold: exit {CLAIMS_FAILED} (--no-fail-on-claims exits 0)",
             if failed_claims == 1 { "" } else { "s" }
-        );
+        ));
         return Ok(ExitCode::from(CLAIMS_FAILED));
     }
     Ok(ExitCode::SUCCESS)
@@ -202,9 +202,9 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
     let limit = memory_limit();
     match estimate.exceeds(limit) {
         Some(reason) if !no_cost_limit => {
-            eprintln!(
-                "retrystorm: {label}: this would take {reason}.\n  estimate: {estimate}\n  Make it smaller (clients.count, clients.rate, duration, bucket; a sweep: fewer points or seeds), or run it anyway with --no-cost-limit."
-            );
+            super::report(format_args!(
+                "{label}: this would take {reason}.\n  estimate: {estimate}\n  Make it smaller (clients.count, clients.rate, duration, bucket; a sweep: fewer points or seeds), or run it anyway with --no-cost-limit."
+            ));
             false
         }
         exceeds => {
@@ -212,7 +212,7 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
                 || estimate.fewest_seconds() >= 10.0
                 || estimate.memory_bytes() >= limit / 4.0
             {
-                eprintln!("retrystorm: {label}: estimate: {estimate}");
+                super::report(format_args!("{label}: estimate: {estimate}"));
             }
             true
         }

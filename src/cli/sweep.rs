@@ -1,6 +1,5 @@
 //! `retrystorm sweep` and `retrystorm merge`.
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,7 +13,7 @@ use super::progress::{Mode, Painter, timing};
 use super::run::within_cost_limit;
 use retrystorm::charts::Format;
 use retrystorm::output::staging::StagedFolder;
-use retrystorm::scenario::{Override, load_str};
+use retrystorm::scenario::{Override, load_str, read_scenario};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
 
@@ -90,16 +89,16 @@ pub struct MergeArgs {
 }
 
 fn fail(message: impl std::fmt::Display) -> io::Result<ExitCode> {
-    eprintln!("retrystorm: {message}");
+    super::report(format_args!("{message}"));
     Ok(ExitCode::FAILURE)
 }
 
 /// Validates the whole grid, runs it (or one shard of it) and writes the results.
 pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     let path = args.scenario.display().to_string();
-    let text = match fs::read_to_string(&args.scenario) {
+    let text = match read_scenario(&args.scenario) {
         Ok(text) => text,
-        Err(error) => return fail(format!("{path}: cannot read the scenario: {error}")),
+        Err(error) => return fail(error),
     };
     let base = match load_str(&text, &path, &args.set) {
         Ok(base) => base,

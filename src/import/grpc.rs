@@ -22,6 +22,11 @@
 //! connection fails an attempt with UNAVAILABLE, so it is retryable only if that code is.
 //! `waitForReady: true`, message size limits and load-balancing settings change what a client
 //! does in ways the simulator does not model, and are refused by name.
+//!
+//! With several entries, `import_method` (`--method`) names the method simulated, and the entry
+//! read is the one gRPC applies to it: the most specific match wins (`service_config.proto`,
+//! `MethodConfig.name`), the entry naming the service and method, else the service alone,
+//! else the default entry (a name without a service). The source line says which it was.
 
 use serde_json::{Map, Value};
 
@@ -99,8 +104,8 @@ pub fn import(config: &Map<String, Value>, method: Option<&str>) -> Result<Impor
     };
     let chosen = choose(&entries, method)?;
     imported.source = match chosen {
-        Some((index, entry)) => format!(
-            "gRPC service config, methodConfig[{index}] ({})",
+        Some(Chosen { index, entry, how }) => format!(
+            "gRPC service config, methodConfig[{index}] ({}): {how}",
             names(entry).join(", ")
         ),
         None => "gRPC service config, retryThrottling only".into(),
@@ -108,7 +113,7 @@ pub fn import(config: &Map<String, Value>, method: Option<&str>) -> Result<Impor
     // gRPC has no per-attempt timeout: an attempt may last the whole deadline.
     imported.attempt_timeout = Some(AttemptTimeout::None);
     match chosen {
-        Some((index, entry)) => {
+        Some(Chosen { index, entry, .. }) => {
             read_method_config(entry, &format!("methodConfig[{index}]"), &mut imported)?
         }
         None => {
@@ -132,28 +137,24 @@ pub fn import(config: &Map<String, Value>, method: Option<&str>) -> Result<Impor
     Ok(imported)
 }
 
-/// The `methodConfig` entry to read: the only one with a retry policy, or the one `method`
-/// names.
+/// The `methodConfig` entry to read: the only one with a retry policy, or the one that applies
+/// to `method` as gRPC chooses it.
 fn choose<'v>(
     entries: &[(usize, &'v Value)],
     method: Option<&str>,
-) -> Result<Option<(usize, &'v Value)>, ImportError> {
+) -> Result<Option<Chosen<'v>>, ImportError> {
     if let Some(method) = method {
-        return entries
-            .iter()
-            .find(|(_, entry)| names(entry).iter().any(|name| name == method))
-            .copied()
-            .map(Some)
-            .ok_or_else(|| {
-                let all: Vec<String> = entries.iter().flat_map(|(_, e)| names(e)).collect();
-                field_error(
-                    "methodConfig",
-                    format!(
-                        "no entry names {method:?}; the names are {}",
-                        all.join(", ")
-                    ),
-                )
-            });
+        return best_match(entries, method).map(Some).ok_or_else(|| {
+            let all: Vec<String> = entries.iter().flat_map(|(_, e)| names(e)).collect();
+            field_error(
+                "methodConfig",
+                format!(
+                    "no entry applies to {:?} (by its service and method, its service, or a default entry `{{}}`); the names are {}",
+                    crate::escape::user_text(method),
+                    all.join(", ")
+                ),
+            )
+        });
     }
     let with_policy: Vec<(usize, &Value)> = entries
         .iter()
@@ -166,7 +167,11 @@ fn choose<'v>(
         .collect();
     match with_policy.len() {
         0 => Ok(None),
-        1 => Ok(Some(with_policy[0])),
+        1 => Ok(Some(Chosen {
+            index: with_policy[0].0,
+            entry: with_policy[0].1,
+            how: "the only entry that sets a policy",
+        })),
         _ => Err(field_error(
             "methodConfig",
             format!(
@@ -181,8 +186,58 @@ fn choose<'v>(
     }
 }
 
-/// The `service/method` (or `service`) names an entry applies to.
-fn names(entry: &Value) -> Vec<String> {
+/// The `methodConfig` entry read, and why it was chosen.
+#[derive(Clone, Copy)]
+struct Chosen<'v> {
+    index: usize,
+    entry: &'v Value,
+    how: &'static str,
+}
+
+/// The entry gRPC applies to `method` (`package.Service/Method`, or `package.Service` for any
+/// of its methods): "the most specific match wins" (`grpc/service_config/service_config.proto`,
+/// `MethodConfig.name`), first a name with this service and method, then one with the service
+/// alone, then the default, a name with neither.
+fn best_match<'v>(entries: &[(usize, &'v Value)], method: &str) -> Option<Chosen<'v>> {
+    let (service, method) = match method.split_once('/') {
+        Some((service, method)) => (service, Some(method)),
+        None => (method, None),
+    };
+    let levels: [(Option<(&str, Option<&str>)>, &'static str); 3] = [
+        (
+            method.map(|method| (service, Some(method))),
+            "the entry naming this service and method",
+        ),
+        (
+            Some((service, None)),
+            "the entry naming the service alone (gRPC's default for its methods)",
+        ),
+        (
+            Some(("", None)),
+            "the default entry (a name without service: gRPC's default for every method)",
+        ),
+    ];
+    levels.into_iter().find_map(|(wanted, how)| {
+        let wanted = wanted?;
+        entries
+            .iter()
+            .find(|(_, entry)| {
+                name_pairs(entry)
+                    .iter()
+                    .any(|(s, m)| (s.as_str(), m.as_deref()) == wanted)
+            })
+            .map(|&(index, entry)| Chosen { index, entry, how })
+    })
+}
+
+/// The `(service, method)` pairs an entry names; an empty service or method is none.
+fn name_pairs(entry: &Value) -> Vec<(String, Option<String>)> {
+    let text = |name: &Value, key: &str| {
+        name.get(key)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
     entry
         .get("name")
         .and_then(Value::as_array)
@@ -190,15 +245,31 @@ fn names(entry: &Value) -> Vec<String> {
             names
                 .iter()
                 .map(|name| {
-                    let service = name.get("service").and_then(Value::as_str).unwrap_or("");
-                    match name.get("method").and_then(Value::as_str) {
-                        Some(method) => format!("{service}/{method}"),
-                        None => service.to_string(),
-                    }
+                    let method = text(name, "method");
+                    (
+                        text(name, "service"),
+                        (!method.is_empty()).then_some(method),
+                    )
                 })
                 .collect()
         })
         .unwrap_or_default()
+}
+
+/// The names an entry applies to, for the reader: `service/method`, `service`, or `{}` for the
+/// default.
+fn names(entry: &Value) -> Vec<String> {
+    name_pairs(entry)
+        .into_iter()
+        .map(|(service, method)| {
+            let shown = match method {
+                Some(method) => format!("{service}/{method}"),
+                None if service.is_empty() => "{}".to_string(),
+                None => service,
+            };
+            crate::escape::user_text(&shown).into_owned()
+        })
+        .collect()
 }
 
 fn read_method_config(

@@ -18,7 +18,9 @@ use super::incident::resolve_incident;
 use super::topology::resolve_defaults;
 use super::validate::validate;
 use super::{DEFAULT_POLICY_NAME, Overrides, Scenario};
+use crate::escape::user_text;
 use crate::suggest::did_you_mean;
+use crate::text_file::{TextFileError, read_text};
 
 /// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
 /// not valid TOML is taken as a string, so `--set upstream.outage=crash` and
@@ -108,9 +110,13 @@ pub struct ScenarioError {
 impl fmt::Display for ScenarioError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.location {
-            Location::File { path, line, column } => write!(f, "{path}:{line}:{column}: ")?,
-            Location::WholeFile { path } => write!(f, "{path}: ")?,
-            Location::Override { path, text } => write!(f, "{path}: {text}: ")?,
+            Location::File { path, line, column } => {
+                write!(f, "{}:{line}:{column}: ", user_text(path))?
+            }
+            Location::WholeFile { path } => write!(f, "{}: ", user_text(path))?,
+            Location::Override { path, text } => {
+                write!(f, "{}: {}: ", user_text(path), user_text(text))?
+            }
         }
         f.write_str(&self.message)
     }
@@ -123,6 +129,13 @@ pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Reads, overrides and validates the scenario file at `path`.
 pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
+    let text = read_scenario(path)?;
+    load_str(&text, &path.display().to_string(), overrides)
+}
+
+/// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
+/// in UTF-8 ([`read_text`]).
+pub fn read_scenario(path: &Path) -> Result<String, ScenarioError> {
     let label = path.display().to_string();
     let whole_file = |message: String| ScenarioError {
         location: Location::WholeFile {
@@ -130,40 +143,22 @@ pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioErr
         },
         message,
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| {
-            use std::io::Read;
-            file.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes)
-        })
-        .map_err(|error| whole_file(format!("cannot read the scenario: {error}")))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(whole_file(format!(
-            "larger than {} MiB; a scenario is a TOML file of a few kilobytes",
-            MAX_SCENARIO_BYTES / (1024 * 1024)
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|error| {
-        let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
-        let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
-        let line_start = valid
-            .iter()
-            .rposition(|byte| *byte == b'\n')
-            .map_or(0, |i| i + 1);
-        let column = String::from_utf8_lossy(&valid[line_start..])
-            .chars()
-            .count()
-            + 1;
-        ScenarioError {
+    read_text(path, MAX_SCENARIO_BYTES).map_err(|error| match error {
+        TextFileError::NotUtf8 { line, column } => ScenarioError {
             location: Location::File {
                 path: label.clone(),
                 line,
                 column,
             },
             message: "not UTF-8 text: a scenario is a TOML file".into(),
+        },
+        TextFileError::TooLarge(_) => whole_file(format!(
+            "{error}; a scenario is a TOML file of a few kilobytes"
+        )),
+        TextFileError::NotRegular(_) | TextFileError::Io(_) => {
+            whole_file(format!("cannot read the scenario: {error}"))
         }
-    })?;
-    load_str(&text, &label, overrides)
+    })
 }
 
 /// Like [`load`], with the file's text given; `label` names it in errors.

@@ -29,6 +29,24 @@ pub const MAX_OPEN_RATE: f64 = 1e8;
 /// The longest policy name, in characters: it heads table columns, chart legends and CSV rows.
 pub const MAX_POLICY_NAME: usize = 100;
 
+/// Whether `name` can name a policy (a table column, a chart legend, a CSV field): 1 to
+/// [`MAX_POLICY_NAME`] characters, none a control character. The error says so.
+pub fn check_policy_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || name.chars().count() > MAX_POLICY_NAME
+        || name.chars().any(char::is_control)
+    {
+        let mut shown: String = name.chars().take(40).collect();
+        if shown.len() < name.len() {
+            shown.push_str("...");
+        }
+        return Err(format!(
+            "policy name {shown:?} is not a name a table, a chart legend and a CSV can show: use 1 to {MAX_POLICY_NAME} characters, without control characters"
+        ));
+    }
+    Ok(())
+}
+
 type Problem = (Range<usize>, String);
 
 /// The span of `value` if it was written in the file, else `fallback` (defaults have no span).
@@ -333,18 +351,7 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
                 format!("policy name {name:?} is empty or used twice; names must be unique"),
             ));
         }
-        if name.chars().count() > MAX_POLICY_NAME || name.chars().any(char::is_control) {
-            let mut shown: String = name.chars().take(40).collect();
-            if shown.len() < name.len() {
-                shown.push_str("...");
-            }
-            return Err((
-                policy.name.span(),
-                format!(
-                    "policy name {shown:?} is not a name a table, a chart legend and a CSV can show: use 1 to {MAX_POLICY_NAME} characters, without control characters"
-                ),
-            ));
-        }
+        check_policy_name(name).map_err(|message| (policy.name.span(), message))?;
         let cap = *policy.cap.get_ref();
         if cap < policy.base {
             return Err((

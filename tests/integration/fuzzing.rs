@@ -1403,3 +1403,346 @@ fn merge_survives_damaged_shards() {
         "{merged} of {MERGE_ITERATIONS} merged"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// The importers
+// ---------------------------------------------------------------------------------------------
+
+/// Documents read by `importers_survive_adversarial_documents`.
+const IMPORT_ITERATIONS: usize = 1_500;
+
+/// A generated document node, with what reading it must build.
+enum Node {
+    Scalar(String),
+    List(Vec<Node>),
+    Map(Vec<(String, Node)>),
+    /// An alias to the anchor of this number (defined earlier in the document).
+    Alias(usize),
+}
+
+/// What a node builds: values (aliases expanded) and sequences and mappings nested.
+#[derive(Clone, Copy, Default)]
+struct Built {
+    values: u64,
+    depth: usize,
+}
+
+/// Writes and measures generated documents; anchors are numbered in the order written.
+#[derive(Default)]
+struct Writer {
+    anchors: Vec<Built>,
+    duplicate: bool,
+}
+
+impl Writer {
+    /// Writes `node` in flow style (YAML when `yaml`, where it may carry anchor `anchor`).
+    fn write(&mut self, node: &Node, anchor: bool, out: &mut String) -> Built {
+        if anchor {
+            out.push_str(&format!("&a{} ", self.anchors.len()));
+        }
+        let built = match node {
+            Node::Scalar(text) => {
+                out.push_str(text);
+                Built {
+                    values: 1,
+                    depth: 0,
+                }
+            }
+            Node::List(items) => {
+                out.push('[');
+                let mut built = Built {
+                    values: 1,
+                    depth: 1,
+                };
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    let inner = self.write(item, false, out);
+                    built.values += inner.values;
+                    built.depth = built.depth.max(inner.depth + 1);
+                }
+                out.push(']');
+                built
+            }
+            Node::Map(entries) => {
+                out.push('{');
+                let mut built = Built {
+                    values: 1,
+                    depth: 1,
+                };
+                let mut keys = BTreeSet::new();
+                for (i, (key, value)) in entries.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(", ");
+                    }
+                    self.duplicate |= !keys.insert(key.as_str());
+                    out.push_str(&serde_json::to_string(key).unwrap());
+                    out.push_str(": ");
+                    let inner = self.write(value, false, out);
+                    built.values += 1 + inner.values;
+                    built.depth = built.depth.max(inner.depth + 1);
+                }
+                out.push('}');
+                built
+            }
+            Node::Alias(number) => {
+                out.push_str(&format!("*a{number}"));
+                self.anchors[*number]
+            }
+        };
+        if anchor {
+            self.anchors.push(built);
+        }
+        built
+    }
+}
+
+/// Keys of both importers, near misses, and keys with control characters.
+const KEYS: [&str; 14] = [
+    "retry_policy",
+    "retry_on",
+    "num_retries",
+    "per_try_timeout",
+    "circuit_breakers",
+    "thresholds",
+    "methodConfig",
+    "retryThrottling",
+    "maxTokens",
+    "tokenRatio",
+    "name",
+    "retryPolicy",
+    "x\u{1b}[2J",
+    "k\nretrystorm: ok",
+];
+
+/// Scalars the importers read, and extremes.
+fn scalar(fuzz: &mut Fuzz) -> Node {
+    let words = [
+        "\"5xx,reset\"",
+        "\"0.1s\"",
+        "\"UNAVAILABLE\"",
+        "true",
+        "null",
+        "\"s\\u001b[2J\"",
+        "\"a\\nb\"",
+        "3",
+        "2.5",
+    ];
+    Node::Scalar(if fuzz.one_in(3) {
+        fuzz.pick(&EXTREMES)
+            .to_string()
+            .replace("NaN", "0")
+            .replace("nan", "1")
+            .replace("-inf", "-2")
+            .replace("inf", "2")
+            .replace("0x10", "16")
+            // Beyond u64 a YAML integer is no JSON number (as before); a JSON one is a float.
+            .replace("18446744073709551616", "1.8446744073709552e19")
+    } else {
+        fuzz.pick(&words).to_string()
+    })
+}
+
+/// A random node `levels` deep at most, aliasing anchors below `anchors`.
+fn node(fuzz: &mut Fuzz, levels: usize, anchors: usize) -> Node {
+    if levels == 0 || fuzz.one_in(4) {
+        return if anchors > 0 && fuzz.one_in(4) {
+            Node::Alias(fuzz.below(anchors))
+        } else {
+            scalar(fuzz)
+        };
+    }
+    let len = fuzz.below(5);
+    if fuzz.one_in(2) {
+        Node::List((0..len).map(|_| node(fuzz, levels - 1, anchors)).collect())
+    } else {
+        Node::Map(
+            (0..len)
+                .map(|_| {
+                    (
+                        fuzz.pick(&KEYS).to_string(),
+                        node(fuzz, levels - 1, anchors),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+/// A document: a mapping of importer keys whose values may be deep chains, anchored nodes
+/// and fan-outs of aliases to them. Returns its text and what it builds.
+fn document(fuzz: &mut Fuzz, yaml: bool) -> (String, Built, bool) {
+    let mut writer = Writer::default();
+    let mut out = String::from("{");
+    let mut built = Built {
+        values: 1,
+        depth: 1,
+    };
+    let mut keys = BTreeSet::new();
+    for i in 0..1 + fuzz.below(4) {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        let key = fuzz.pick(&KEYS[..10]).to_string();
+        writer.duplicate |= !keys.insert(key.clone());
+        out.push_str(&format!("{key:?}: "));
+        let anchors = if yaml { writer.anchors.len() } else { 0 };
+        let value = match fuzz.below(6) {
+            // A chain of lists around 128 levels deep.
+            0 => {
+                let levels = 120 + fuzz.below(20);
+                Node::Scalar(format!("{}1{}", "[".repeat(levels), "]".repeat(levels)))
+            }
+            // A wide anchored list and a fan-out of aliases to it, in one list.
+            1 if yaml => {
+                let wide = if fuzz.one_in(2) {
+                    1_000
+                } else {
+                    1 + fuzz.below(20)
+                };
+                let aliases = if fuzz.one_in(2) {
+                    2_000
+                } else {
+                    1 + fuzz.below(50)
+                };
+                let number = writer.anchors.len();
+                let strings = vec!["s"; wide].join(", ");
+                let repeats = vec![format!("*a{number}"); aliases].join(", ");
+                writer.anchors.push(Built {
+                    values: 1 + wide as u64,
+                    depth: 1,
+                });
+                Node::Scalar(format!("[&a{number} [{strings}], {repeats}]"))
+            }
+            2 => {
+                let most = if fuzz.one_in(4) { 1_000 } else { 10 };
+                let len = fuzz.below(most);
+                Node::List((0..len).map(|_| scalar(fuzz)).collect())
+            }
+            _ => {
+                let levels = 1 + fuzz.below(5);
+                node(fuzz, levels, anchors)
+            }
+        };
+        let inner = if let Node::Scalar(text) = &value
+            && text.starts_with("[&a")
+        {
+            out.push_str(text);
+            let anchored = *writer.anchors.last().unwrap();
+            let aliases = text.matches('*').count() as u64;
+            Built {
+                values: 1 + anchored.values * (1 + aliases),
+                depth: 2,
+            }
+        } else if let Node::Scalar(text) = &value
+            && text.starts_with('[')
+        {
+            out.push_str(text);
+            let levels = text.len() / 2;
+            Built {
+                values: levels as u64 + 1,
+                depth: levels,
+            }
+        } else {
+            // YAML gives an alias no anchor of its own.
+            let anchored = yaml && !matches!(value, Node::Alias(_)) && fuzz.one_in(2);
+            writer.write(&value, anchored, &mut out)
+        };
+        built.values += 1 + inner.values;
+        built.depth = built.depth.max(inner.depth + 1);
+    }
+    out.push('}');
+    (out, built, writer.duplicate)
+}
+
+/// The values of `value` (scalars, lists, objects and keys) and its nesting.
+fn measured(value: &Value) -> Built {
+    match value {
+        Value::Array(items) => items.iter().map(measured).fold(
+            Built {
+                values: 1,
+                depth: 1,
+            },
+            |sum, item| Built {
+                values: sum.values + item.values,
+                depth: sum.depth.max(item.depth + 1),
+            },
+        ),
+        Value::Object(object) => object.values().map(measured).fold(
+            Built {
+                values: 1,
+                depth: 1,
+            },
+            |sum, item| Built {
+                values: sum.values + 1 + item.values,
+                depth: sum.depth.max(item.depth + 1),
+            },
+        ),
+        _ => Built {
+            values: 1,
+            depth: 0,
+        },
+    }
+}
+
+/// JSON and YAML documents with deep chains, anchors and alias fan-outs, wide lists, repeated
+/// keys and control characters in keys and strings, read into values and imported: never a
+/// panic; a document that nests more than 128 levels, builds more than 2^20 values or repeats
+/// a key is refused, and one that is read builds exactly what it says. The work is bounded by
+/// what is built, not by the expansion asked for: YAML's limits are checked on the parser's
+/// events, at most a few per byte, and a refused fan-out builds nothing. Every error is free
+/// of control characters (they are escaped) and names a place.
+#[test]
+fn importers_survive_adversarial_documents() {
+    use retrystorm::import::document::parse;
+    use retrystorm::import::import_str;
+    use retrystorm::import::yaml_limits::{MAX_DEPTH, MAX_VALUES, check};
+
+    let mut fuzz = Fuzz::new(23);
+    let mut refused = [0usize; 3];
+    for iteration in 0..IMPORT_ITERATIONS {
+        let yaml = fuzz.one_in(2);
+        let (text, built, duplicate) = document(&mut fuzz, yaml);
+        let input = || format!("iteration {iteration} (yaml: {yaml}): {text}");
+        if yaml && let Err(refusal) = check(&text) {
+            assert!(refusal.events <= 2 * text.len() as u64 + 8, "{}", input());
+        }
+        let read = no_panic(input, || parse(&text, yaml));
+        // serde_json's own limit is one level less than serde_norway's.
+        let too_deep = built.depth > if yaml { MAX_DEPTH } else { MAX_DEPTH - 1 };
+        let too_large = yaml && built.values > MAX_VALUES;
+        match read {
+            Ok(value) => {
+                assert!(!duplicate && !too_deep && !too_large, "{}", input());
+                let read = measured(&value);
+                assert_eq!(
+                    (read.values, read.depth),
+                    (built.values, built.depth),
+                    "{}",
+                    input()
+                );
+            }
+            Err(error) => {
+                assert!(duplicate || too_deep || too_large, "{error}: {}", input());
+                let message = error.to_string();
+                assert!(!message.chars().any(char::is_control), "{message:?}");
+                assert!(message.contains("line "), "{message}");
+                refused[if too_large {
+                    1
+                } else if too_deep {
+                    2
+                } else {
+                    0
+                }] += 1;
+            }
+        }
+        let method = fuzz.one_in(3).then_some("pkg.Svc/Get");
+        if let Err(error) = no_panic(input, || import_str(&text, yaml, method)) {
+            let message = error.to_string();
+            assert!(!message.chars().any(char::is_control), "{message:?}");
+        }
+    }
+    // Each kind of refusal was reached: duplicates (and the rest), depth, size.
+    assert!(refused.iter().all(|&n| n > 10), "{refused:?}");
+}

@@ -386,8 +386,9 @@ fn overrides_reach_controls_by_index_or_kind() {
 
 /// Inputs that used to panic or read without limit are refused with a location: a 65,536-
 /// character policy name (a table column cannot be that wide), a control character in one, a
-/// 9,000-level `--set` key (it overflowed the stack), a file that is not UTF-8, and a file that
-/// never ends (`/dev/zero`).
+/// 9,000-level `--set` key (it overflowed the stack), a file that is not UTF-8, a file that
+/// never ends (`/dev/zero`, refused as a device before it is read, as every input file is by
+/// `text_file::read_text`), and a file over 4 MiB.
 #[test]
 fn names_keys_and_files_have_limits() {
     let long = format!("name = \"{}\"", "a".repeat(65_536));
@@ -415,7 +416,16 @@ fn names_keys_and_files_have_limits() {
     let message = retrystorm::scenario::load(std::path::Path::new("/dev/zero"), &[])
         .unwrap_err()
         .to_string();
-    assert_contains(&message, &["/dev/zero: larger than 4 MiB"]);
+    assert_contains(
+        &message,
+        &["/dev/zero: cannot read the scenario: a device, not a regular file"],
+    );
+    let large = folder.join("large.toml");
+    std::fs::write(&large, vec![b'#'; 4 * 1024 * 1024 + 1]).unwrap();
+    let message = retrystorm::scenario::load(&large, &[])
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, &["large.toml: larger than 4 MiB"]);
 }
 
 /// `--set policy.*` on a scenario without `[[policy]]` changes the default policy, as the README
