@@ -33,6 +33,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::model::ServiceModel;
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
+use crate::service::downtime::merge_close;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
 /// Size of a single chart, in pixels.
@@ -442,6 +443,32 @@ struct Outage {
 /// The height of one policy's row of outage bands, as a share of the plot's height.
 const OUTAGE_ROW: f64 = 0.025;
 
+/// The outage bands as drawn at a resolution of `pixel_s` seconds: per policy, those less than
+/// a pixel apart are one block, so a crash loop draws at most a block per pixel of the plot's
+/// width, however many crashes it had (the services' crashes merge in their policy's row).
+fn merged_at(outages: &[Outage], pixel_s: f64) -> Vec<Outage> {
+    let mut sorted = outages.to_vec();
+    sorted.sort_by(|a, b| {
+        (a.policy, a.start_s)
+            .partial_cmp(&(b.policy, b.start_s))
+            .expect("times are finite")
+    });
+    let mut merged = Vec::new();
+    for row in sorted.chunk_by(|a, b| a.policy == b.policy) {
+        let periods = row.iter().map(|outage| (outage.start_s, outage.end_s));
+        merged.extend(
+            merge_close(periods, |end, start| start - end < pixel_s)
+                .into_iter()
+                .map(|(start_s, end_s)| Outage {
+                    policy: row[0].policy,
+                    start_s,
+                    end_s,
+                }),
+        );
+    }
+    merged
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
@@ -513,7 +540,8 @@ fn draw_panel<DB: DrawingBackend>(
             )])?;
         }
         let at = |share: f64| low * (high / low).powf(share);
-        for outage in &panel.outages {
+        let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        for outage in merged_at(&panel.outages, pixel_s) {
             let row = outage.policy as f64 * OUTAGE_ROW;
             chart.draw_series([Rectangle::new(
                 [
@@ -542,7 +570,8 @@ fn draw_panel<DB: DrawingBackend>(
                 INCIDENT.filled(),
             )])?;
         }
-        for outage in &panel.outages {
+        let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        for outage in merged_at(&panel.outages, pixel_s) {
             let row = outage.policy as f64 * OUTAGE_ROW * high;
             chart.draw_series([Rectangle::new(
                 [
@@ -958,7 +987,7 @@ impl ChartData {
                 run.measurements
                     .services
                     .iter()
-                    .flat_map(|service| &service.restarts)
+                    .flat_map(|service| service.downtime.periods())
                     .map(move |&(down, up)| Outage {
                         policy,
                         start_s: seconds(down),

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use crate::histogram::Histogram;
 use crate::outcome::FailureReason;
 use crate::service::ServiceRecord;
+use crate::service::downtime::Downtime;
 
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 pub use named::{AT, NamedMetric, check_name, direction, domain, metric_value};
@@ -381,8 +382,8 @@ pub struct ServiceMeasurements {
     pub name: String,
     /// Its counts per bucket, as many buckets as the users'.
     pub buckets: Vec<ServiceBucket>,
-    /// Each crash under overload: when it went down and when it came back.
-    pub restarts: Vec<(Micros, Micros)>,
+    /// When it was down after crashing under overload.
+    pub downtime: Downtime,
     /// The longest its queue was at any instant.
     pub peak_queue_len: u64,
 }
@@ -597,7 +598,7 @@ impl Recorder {
             .map(|service| ServiceMeasurements {
                 name: service.name,
                 buckets: service.counts.into_padded(length),
-                restarts: service.restarts,
+                downtime: service.downtime,
                 peak_queue_len: service.peak_queue_len,
             })
             .collect();

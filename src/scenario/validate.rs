@@ -412,6 +412,13 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
                 "restart_after must be above zero".into(),
             ));
         }
+        if crash.in_flight_above.is_some_and(|above| above.get() == 0) && crash.hold.micros() == 0 {
+            // Not an overload: every request it admits crashes it at once, before any work.
+            return Err((
+                spanned.span(),
+                "in_flight_above = 0 with hold = \"0s\" crashes the service the instant it admits any request, so it never serves one and crashes once per request: for a service that is down use a `capacity` curve with outage = \"crash\" or \"reject\"; for a crash under overload raise in_flight_above or give hold a duration".into(),
+            ));
+        }
     }
     if let Some(spanned) = &service.cold_start {
         let cold = spanned.get_ref();

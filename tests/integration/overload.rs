@@ -103,7 +103,7 @@ fn a_service_crashes_when_overloaded_long_enough_and_loops() {
         20,
     );
     let result = run(&scenario(&text));
-    let restarts = &only(&result).measurements.services[0].restarts;
+    let restarts = only(&result).measurements.services[0].downtime.periods();
     let seconds = |micros: u64| micros as f64 / MICROS_PER_SECOND as f64;
     eprintln!("crashes: {restarts:?}");
     assert!(restarts.len() >= 3, "{restarts:?}");
@@ -450,4 +450,44 @@ cold_start = { factor = 3, time = "1h" }
     assert_eq!(capacity(0), 1000.0);
     let after = capacity(5);
     assert!((after - 1000.0 / 3.0).abs() < 1.0, "cold capacity {after}");
+}
+
+/// A crash loop (issue 23): `in_flight_above = 0` with a 1 µs hold and restart crashes the
+/// upstream at every request it admits, 20,000 times in 10 s. The report drew one block per
+/// crash in every chart (an 810 MB `report.html` for 1.5 million crashes); a chart can show at
+/// most a block per pixel of its width, so blocks less than a pixel apart are one, and the
+/// report stays small however many crashes there are: here under 1 MB, with fewer rectangles in
+/// the load chart than it is pixels wide. The count of crashes stays exact.
+#[test]
+fn a_crash_loop_keeps_the_report_small() {
+    use retrystorm::charts::{CHART_SIZE, Chart, Format, render};
+    let text = upstream(
+        2000.0,
+        10,
+        "\"10ms\"",
+        "crash = { in_flight_above = 0, hold = \"1us\", restart_after = \"1us\" }",
+        10,
+    );
+    let result = run(&scenario(&text));
+    let crashes: u64 = only(&result).measurements.services[0]
+        .buckets
+        .iter()
+        .map(|b| b.crashes)
+        .sum();
+    let received: u64 = only(&result).measurements.services[0]
+        .buckets
+        .iter()
+        .map(|b| b.received)
+        .sum();
+    assert!(crashes > 15_000, "{crashes} crashes");
+    assert!(crashes <= received, "a crash needs a request admitted");
+    let report = retrystorm::report::report_html(&result).unwrap();
+    assert!(
+        report.len() < 1_000_000,
+        "report.html is {} bytes",
+        report.len()
+    );
+    let load = String::from_utf8(render(&result, Chart::Load, Format::Svg).unwrap()).unwrap();
+    let rects = load.matches("<rect").count();
+    assert!(rects < CHART_SIZE.0 as usize, "{rects} rectangles");
 }
