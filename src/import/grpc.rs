@@ -194,6 +194,9 @@ struct Chosen<'v> {
     how: &'static str,
 }
 
+/// A `(service, method)` name to find, if this level applies.
+type Wanted<'a> = Option<(&'a str, Option<&'a str>)>;
+
 /// The entry gRPC applies to `method` (`package.Service/Method`, or `package.Service` for any
 /// of its methods): "the most specific match wins" (`grpc/service_config/service_config.proto`,
 /// `MethodConfig.name`), first a name with this service and method, then one with the service
@@ -203,7 +206,7 @@ fn best_match<'v>(entries: &[(usize, &'v Value)], method: &str) -> Option<Chosen
         Some((service, method)) => (service, Some(method)),
         None => (method, None),
     };
-    let levels: [(Option<(&str, Option<&str>)>, &'static str); 3] = [
+    let levels: [(Wanted<'_>, &'static str); 3] = [
         (
             method.map(|method| (service, Some(method))),
             "the entry naming this service and method",

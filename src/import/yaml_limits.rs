@@ -23,7 +23,7 @@ use std::ffi::CStr;
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;
 
-use unsafe_libyaml_norway as sys;
+use unsafe_libyaml_norway as unsafe_yaml;
 
 /// The deepest nesting of sequences and mappings read: serde_norway's own recursion limit.
 pub const MAX_DEPTH: usize = 128;
@@ -195,22 +195,29 @@ impl Counter {
 /// libyaml's parser over borrowed text.
 struct Parser<'input> {
     /// Boxed so that it never moves: libyaml keeps pointers into it.
-    raw: Box<MaybeUninit<sys::yaml_parser_t>>,
+    raw: Box<MaybeUninit<unsafe_yaml::yaml_parser_t>>,
     input: PhantomData<&'input [u8]>,
     done: bool,
 }
 
 impl<'input> Parser<'input> {
     fn new(input: &'input [u8]) -> Option<Parser<'input>> {
-        let mut raw = Box::new(MaybeUninit::<sys::yaml_parser_t>::uninit());
+        let mut raw = Box::new(MaybeUninit::<unsafe_yaml::yaml_parser_t>::uninit());
         // SAFETY: `raw` is valid for writes and initialised by `yaml_parser_initialize`; the
         // input outlives the parser (`'input`), which only reads it.
         unsafe {
-            if sys::yaml_parser_initialize(raw.as_mut_ptr()).fail {
+            if unsafe_yaml::yaml_parser_initialize(raw.as_mut_ptr()).fail {
                 return None;
             }
-            sys::yaml_parser_set_encoding(raw.as_mut_ptr(), sys::YAML_UTF8_ENCODING);
-            sys::yaml_parser_set_input_string(raw.as_mut_ptr(), input.as_ptr(), input.len() as u64);
+            unsafe_yaml::yaml_parser_set_encoding(
+                raw.as_mut_ptr(),
+                unsafe_yaml::YAML_UTF8_ENCODING,
+            );
+            unsafe_yaml::yaml_parser_set_input_string(
+                raw.as_mut_ptr(),
+                input.as_ptr(),
+                input.len() as u64,
+            );
         }
         Some(Parser {
             raw,
@@ -224,12 +231,12 @@ impl<'input> Parser<'input> {
         if self.done {
             return None;
         }
-        let mut event = MaybeUninit::<sys::yaml_event_t>::uninit();
+        let mut event = MaybeUninit::<unsafe_yaml::yaml_event_t>::uninit();
         // SAFETY: the parser was initialised in `new`; a successful `yaml_parser_parse`
         // initialises `event`, whose union field is read as its `type_` says, and which is
         // deleted once its anchor is copied out.
         unsafe {
-            if sys::yaml_parser_parse(self.raw.as_mut_ptr(), event.as_mut_ptr()).fail {
+            if unsafe_yaml::yaml_parser_parse(self.raw.as_mut_ptr(), event.as_mut_ptr()).fail {
                 self.done = true;
                 return None;
             }
@@ -239,30 +246,32 @@ impl<'input> Parser<'input> {
             };
             let data = (*event).data;
             let kind = match (*event).type_ {
-                sys::YAML_SCALAR_EVENT => Event::Node {
+                unsafe_yaml::YAML_SCALAR_EVENT => Event::Node {
                     anchor: anchor(data.scalar.anchor),
                     collection: false,
                 },
-                sys::YAML_SEQUENCE_START_EVENT => Event::Node {
+                unsafe_yaml::YAML_SEQUENCE_START_EVENT => Event::Node {
                     anchor: anchor(data.sequence_start.anchor),
                     collection: true,
                 },
-                sys::YAML_MAPPING_START_EVENT => Event::Node {
+                unsafe_yaml::YAML_MAPPING_START_EVENT => Event::Node {
                     anchor: anchor(data.mapping_start.anchor),
                     collection: true,
                 },
-                sys::YAML_SEQUENCE_END_EVENT | sys::YAML_MAPPING_END_EVENT => Event::End,
-                sys::YAML_ALIAS_EVENT => {
+                unsafe_yaml::YAML_SEQUENCE_END_EVENT | unsafe_yaml::YAML_MAPPING_END_EVENT => {
+                    Event::End
+                }
+                unsafe_yaml::YAML_ALIAS_EVENT => {
                     Event::Alias(anchor(data.alias.anchor).unwrap_or_default())
                 }
-                sys::YAML_STREAM_END_EVENT => {
+                unsafe_yaml::YAML_STREAM_END_EVENT => {
                     self.done = true;
                     Event::Other
                 }
                 _ => Event::Other,
             };
             let mark = (*event).start_mark;
-            sys::yaml_event_delete(event);
+            unsafe_yaml::yaml_event_delete(event);
             Some((kind, mark.line + 1, mark.column + 1))
         }
     }
@@ -271,7 +280,7 @@ impl<'input> Parser<'input> {
 impl Drop for Parser<'_> {
     fn drop(&mut self) {
         // SAFETY: the parser was initialised in `new` and is deleted once.
-        unsafe { sys::yaml_parser_delete(self.raw.as_mut_ptr()) }
+        unsafe { unsafe_yaml::yaml_parser_delete(self.raw.as_mut_ptr()) }
     }
 }
 
