@@ -10,9 +10,13 @@
 //! `wait_open` the next attempt finds it **half-open** (resilience4j's lazy transition): it
 //! admits `half_open_calls` attempts, refuses the rest, and records them in a fresh window of
 //! that size; once `min(minimum_calls, half_open_calls)` are recorded it opens again if a rate
-//! is reached and closes (with a fresh window) if not. Every failed attempt counts as a
-//! failure, as resilience4j records every exception by default. Attempts that end after a
-//! transition are recorded in the new state's window, as resilience4j does.
+//! is reached and closes (with a fresh window of the configured kind) if not. Every failed
+//! attempt counts as a failure, as resilience4j records every exception by default. Attempts
+//! that end after a transition are recorded in the new state's window, as resilience4j does;
+//! open, that is the window of the state that opened it (closed, or half-open: a count window
+//! of `half_open_calls` even when the closed one is time-based), and what it records there
+//! changes nothing. Each window knows its own size and minimum, so no call is ever recorded
+//! against another state's rule.
 //!
 //! Defaults: failure rate 50%, slow-call rate 100%, slow calls over 60 s, a count window of
 //! 100 calls, 100 calls at least, 60 s open, 10 calls half-open.
@@ -80,66 +84,99 @@ pub enum BreakerState {
     },
 }
 
-/// Calls, failed calls and slow calls over the window.
+/// The window a state records calls in, with the rule for when its rates count.
 #[derive(Debug)]
-enum Metrics {
-    /// A ring of the last calls: bit 0 failed, bit 1 slow.
-    Count {
-        ring: Vec<u8>,
-        next: usize,
-        calls: u32,
-        failed: u32,
-        slow: u32,
-    },
+struct Window {
+    /// Calls recorded before a rate counts: `minimum_calls`, capped at the size of a count
+    /// window (resilience4j's `CircuitBreakerMetrics` does the same).
+    minimum: u32,
+    calls: Calls,
+}
+
+/// Calls, failed calls and slow calls over a window.
+#[derive(Debug)]
+enum Calls {
+    /// The last `size` calls.
+    Count(CallRing),
     /// Calls, failed and slow per one-second bucket.
     Time(SlidingWindow<3>),
 }
 
-impl Metrics {
-    fn new(window: BreakerWindow) -> Metrics {
-        match window {
-            BreakerWindow::Calls(size) => Metrics::Count {
-                ring: Vec::with_capacity(size as usize),
-                next: 0,
-                calls: 0,
-                failed: 0,
-                slow: 0,
+/// A ring of the last `size` calls, one byte each (bit 0 failed, bit 1 slow), grown as calls
+/// come so that a large window that sees few calls costs few bytes.
+#[derive(Debug)]
+struct CallRing {
+    ring: Vec<u8>,
+    size: usize,
+    next: usize,
+    failed: u32,
+    slow: u32,
+}
+
+impl Window {
+    /// The closed state's window: the configured one.
+    fn closed(config: &CircuitBreakerConfig) -> Window {
+        match config.window {
+            BreakerWindow::Calls(size) => Window::of_calls(size, config.minimum_calls),
+            BreakerWindow::Seconds(seconds) => Window {
+                minimum: config.minimum_calls,
+                calls: Calls::Time(SlidingWindow::new(seconds as usize, MICROS_PER_SECOND)),
             },
-            BreakerWindow::Seconds(seconds) => {
-                Metrics::Time(SlidingWindow::new(seconds as usize, MICROS_PER_SECOND))
-            }
         }
     }
 
-    /// Records a call and returns (calls, failed, slow) over the window.
-    fn record(&mut self, now: Micros, failed: bool, slow: bool, size: u32) -> [u32; 3] {
-        match self {
-            Metrics::Count {
-                ring,
-                next,
-                calls,
-                failed: failures,
-                slow: slows,
-            } => {
-                let entry = u8::from(failed) | u8::from(slow) << 1;
-                if ring.len() < size as usize {
-                    ring.push(entry);
-                    *calls += 1;
-                } else {
-                    let old = std::mem::replace(&mut ring[*next], entry);
-                    *failures -= u32::from(old & 1);
-                    *slows -= u32::from(old >> 1);
-                }
-                *next = (*next + 1) % size as usize;
-                *failures += u32::from(failed);
-                *slows += u32::from(slow);
-                [*calls, *failures, *slows]
-            }
-            Metrics::Time(window) => {
+    /// The half-open state's window: a fresh count window of the trial calls, whatever the
+    /// closed state's is (resilience4j's `CircuitBreakerMetrics.forHalfOpen`).
+    fn half_open(config: &CircuitBreakerConfig) -> Window {
+        Window::of_calls(config.half_open_calls, config.minimum_calls)
+    }
+
+    fn of_calls(size: u32, minimum: u32) -> Window {
+        Window {
+            minimum: minimum.min(size),
+            calls: Calls::Count(CallRing {
+                ring: Vec::new(),
+                size: size.max(1) as usize,
+                next: 0,
+                failed: 0,
+                slow: 0,
+            }),
+        }
+    }
+
+    /// Records a call; returns (calls, failed, slow) over the window once at least `minimum`
+    /// calls are in it.
+    fn record(&mut self, now: Micros, failed: bool, slow: bool) -> Option<[u32; 3]> {
+        let counts = match &mut self.calls {
+            Calls::Count(ring) => ring.record(failed, slow),
+            Calls::Time(window) => {
                 window.add(now, [1, i64::from(failed), i64::from(slow)]);
                 window.sums(now).map(|sum| sum as u32)
             }
+        };
+        (counts[0] >= self.minimum).then_some(counts)
+    }
+}
+
+impl CallRing {
+    fn record(&mut self, failed: bool, slow: bool) -> [u32; 3] {
+        let entry = u8::from(failed) | u8::from(slow) << 1;
+        if self.ring.len() < self.size {
+            if self.ring.len() == self.ring.capacity() {
+                // Doubling, but never past the window's size.
+                let more = self.ring.len().max(8).min(self.size - self.ring.len());
+                self.ring.reserve_exact(more);
+            }
+            self.ring.push(entry);
+        } else {
+            let old = std::mem::replace(&mut self.ring[self.next], entry);
+            self.failed -= u32::from(old & 1);
+            self.slow -= u32::from(old >> 1);
         }
+        self.next = (self.next + 1) % self.size;
+        self.failed += u32::from(failed);
+        self.slow += u32::from(slow);
+        [self.ring.len() as u32, self.failed, self.slow]
     }
 }
 
@@ -148,7 +185,10 @@ impl Metrics {
 pub struct CircuitBreaker {
     config: CircuitBreakerConfig,
     state: BreakerState,
-    metrics: Metrics,
+    /// The window of the state that set it: closed, or the last half-open. Opening keeps it
+    /// (calls that end while open are recorded in it and change nothing, as resilience4j's
+    /// `OpenState` records them); half-open and closed each start a fresh one.
+    window: Window,
 }
 
 impl CircuitBreaker {
@@ -157,25 +197,13 @@ impl CircuitBreaker {
         CircuitBreaker {
             config: *config,
             state: BreakerState::Closed,
-            metrics: Metrics::new(config.window),
+            window: Window::closed(config),
         }
     }
 
     /// Its state as of the last call it saw.
     pub fn state(&self) -> BreakerState {
         self.state
-    }
-
-    /// The window's size and the calls it needs before a rate counts, in the current state.
-    fn window_rule(&self) -> (u32, u32) {
-        match (self.state, self.config.window) {
-            (BreakerState::HalfOpen { .. }, _) => {
-                let size = self.config.half_open_calls;
-                (size, self.config.minimum_calls.min(size))
-            }
-            (_, BreakerWindow::Calls(size)) => (size, self.config.minimum_calls.min(size)),
-            (_, BreakerWindow::Seconds(_)) => (0, self.config.minimum_calls),
-        }
     }
 
     fn exceeded(&self, [calls, failed, slow]: [u32; 3]) -> bool {
@@ -193,7 +221,7 @@ impl Control for CircuitBreaker {
             self.state = BreakerState::HalfOpen {
                 permits: self.config.half_open_calls,
             };
-            self.metrics = Metrics::new(BreakerWindow::Calls(self.config.half_open_calls));
+            self.window = Window::half_open(&self.config);
         }
         match &mut self.state {
             BreakerState::HalfOpen { permits } if *permits == 0 => false,
@@ -212,27 +240,20 @@ impl Control for CircuitBreaker {
     }
 
     fn attempt_ended(&mut self, now: Micros, end: &AttemptEnd) {
-        let (size, minimum) = self.window_rule();
         let slow = end.latency > self.config.slow_call_duration;
-        let counts = self.metrics.record(now, !end.succeeded(), slow, size);
-        if counts[0] < minimum {
+        let Some(counts) = self.window.record(now, !end.succeeded(), slow) else {
             return;
-        }
+        };
         let exceeded = self.exceeded(counts);
         match self.state {
-            BreakerState::Closed if exceeded => {
-                self.state = BreakerState::Open {
-                    until: now + self.config.wait_open,
-                };
-            }
-            BreakerState::HalfOpen { .. } if exceeded => {
+            BreakerState::Closed | BreakerState::HalfOpen { .. } if exceeded => {
                 self.state = BreakerState::Open {
                     until: now + self.config.wait_open,
                 };
             }
             BreakerState::HalfOpen { .. } => {
                 self.state = BreakerState::Closed;
-                self.metrics = Metrics::new(self.config.window);
+                self.window = Window::closed(&self.config);
             }
             _ => {}
         }
@@ -244,6 +265,8 @@ mod tests {
     use super::*;
     use crate::outcome::AttemptOutcome;
     use crate::random::Purpose;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, RngSeed};
 
     fn ended(ok: bool, latency: Micros) -> AttemptEnd {
         AttemptEnd {
@@ -337,5 +360,179 @@ mod tests {
         assert!(matches!(breaker.state(), BreakerState::HalfOpen { .. }));
         breaker.attempt_ended(160, &ended(false, 10));
         assert_eq!(breaker.state(), BreakerState::Open { until: 260 });
+    }
+
+    /// resilience4j's state machine written as plainly as it can be, for the property below:
+    /// every call the current window recorded is kept, and the counts are a scan over them.
+    struct Reference {
+        config: CircuitBreakerConfig,
+        state: BreakerState,
+        /// The current window's kind and size: the configured one, or a count window of the
+        /// trial calls from half-open on (until the breaker closes).
+        window: BreakerWindow,
+        /// Every call recorded in the current window: (time, failed, slow).
+        recorded: Vec<(Micros, bool, bool)>,
+    }
+
+    impl Reference {
+        fn new(config: CircuitBreakerConfig) -> Reference {
+            Reference {
+                config,
+                state: BreakerState::Closed,
+                window: config.window,
+                recorded: Vec::new(),
+            }
+        }
+
+        fn admit(&mut self, now: Micros) -> bool {
+            if let BreakerState::Open { until } = self.state {
+                if now < until {
+                    return false;
+                }
+                self.state = BreakerState::HalfOpen {
+                    permits: self.config.half_open_calls,
+                };
+                self.window = BreakerWindow::Calls(self.config.half_open_calls);
+                self.recorded.clear();
+            }
+            match self.state {
+                BreakerState::HalfOpen { permits: 0 } => false,
+                BreakerState::HalfOpen { permits } => {
+                    self.state = BreakerState::HalfOpen {
+                        permits: permits - 1,
+                    };
+                    true
+                }
+                _ => true,
+            }
+        }
+
+        fn cancel(&mut self) {
+            if let BreakerState::HalfOpen { permits } = self.state {
+                self.state = BreakerState::HalfOpen {
+                    permits: permits + 1,
+                };
+            }
+        }
+
+        fn end(&mut self, now: Micros, ok: bool, latency: Micros) {
+            self.recorded
+                .push((now, !ok, latency > self.config.slow_call_duration));
+            let (counted, minimum): (Vec<_>, u32) = match self.window {
+                BreakerWindow::Calls(size) => (
+                    self.recorded.iter().rev().take(size as usize).collect(),
+                    self.config.minimum_calls.min(size),
+                ),
+                BreakerWindow::Seconds(seconds) => (
+                    self.recorded
+                        .iter()
+                        .filter(|(at, _, _)| {
+                            now / MICROS_PER_SECOND - at / MICROS_PER_SECOND < u64::from(seconds)
+                        })
+                        .collect(),
+                    self.config.minimum_calls,
+                ),
+            };
+            let calls = counted.len() as u32;
+            if calls < minimum || matches!(self.state, BreakerState::Open { .. }) {
+                return;
+            }
+            let failed = counted.iter().filter(|call| call.1).count() as f32;
+            let slow = counted.iter().filter(|call| call.2).count() as f32;
+            let calls = calls as f32;
+            if failed * 100.0 >= self.config.failure_rate * calls
+                || slow * 100.0 >= self.config.slow_call_rate * calls
+            {
+                self.state = BreakerState::Open {
+                    until: now + self.config.wait_open,
+                };
+            } else if matches!(self.state, BreakerState::HalfOpen { .. }) {
+                self.state = BreakerState::Closed;
+                self.window = self.config.window;
+                self.recorded.clear();
+            }
+        }
+    }
+
+    fn config() -> impl Strategy<Value = CircuitBreakerConfig> {
+        let window = prop_oneof![
+            (1..20u32).prop_map(BreakerWindow::Calls),
+            (1..10u32).prop_map(BreakerWindow::Seconds),
+        ];
+        (
+            window,
+            1..25u32,
+            1..=100u32,
+            1..=100u32,
+            0..2_000u64,
+            1..3_000_000u64,
+            1..12u32,
+        )
+            .prop_map(
+                |(window, minimum_calls, failure, slow, slow_call_duration, wait_open, trials)| {
+                    CircuitBreakerConfig {
+                        failure_rate: failure as f32,
+                        slow_call_rate: slow as f32,
+                        slow_call_duration,
+                        window,
+                        minimum_calls,
+                        wait_open,
+                        half_open_calls: trials,
+                    }
+                },
+            )
+    }
+
+    /// What happens next: 0-4 an attempt asks to go out, 5 a later control refuses the oldest
+    /// admitted one, 6-9 the oldest admitted one ends; after `advance` microseconds, with its
+    /// success and latency.
+    fn steps() -> impl Strategy<Value = Vec<(u8, Micros, bool, Micros)>> {
+        let advance = prop_oneof![Just(0u64), 0..2_000u64, 0..1_500_000u64];
+        prop::collection::vec((0..10u8, advance, any::<bool>(), 0..4_000u64), 1..400)
+    }
+
+    proptest! {
+        #![proptest_config(Config {
+            cases: 2_000,
+            rng_seed: RngSeed::Fixed(0x0b4e_a7e4),
+            failure_persistence: None,
+            ..Config::default()
+        })]
+
+        /// The breaker's whole state machine, with count and time windows, against the plain
+        /// reference above (issue 23, case 1): after every admission, refusal and result the
+        /// two agree on the answer and the state, and nothing panics. The breaker once kept
+        /// the half-open ring after reopening and indexed past it with a time window
+        /// (`index out of bounds: the len is 5 but the index is 5`).
+        #[test]
+        fn the_breaker_follows_the_reference_state_machine(config in config(), steps in steps()) {
+            let mut breaker = CircuitBreaker::new(&config);
+            let mut reference = Reference::new(config);
+            let mut random = Stream::new(1, Purpose::Jitter);
+            let mut now = 0;
+            let mut in_flight = 0u32;
+            for (step, advance, ok, latency) in steps {
+                now += advance;
+                match step {
+                    0..=4 => {
+                        let admitted = breaker.admit_send(now, false, &mut random);
+                        prop_assert_eq!(admitted, reference.admit(now));
+                        in_flight += u32::from(admitted);
+                    }
+                    5 if in_flight > 0 => {
+                        breaker.send_cancelled(now);
+                        reference.cancel();
+                        in_flight -= 1;
+                    }
+                    6..=9 if in_flight > 0 => {
+                        breaker.attempt_ended(now, &ended(ok, latency));
+                        reference.end(now, ok, latency);
+                        in_flight -= 1;
+                    }
+                    _ => {}
+                }
+                prop_assert_eq!(breaker.state(), reference.state, "at {} with {:?}", now, config);
+            }
+        }
     }
 }

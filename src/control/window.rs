@@ -1,5 +1,5 @@
-//! A sum over a sliding window of time, kept as a ring of slices and advanced lazily from the
-//! timestamps it is given: no timer events, and nothing to do while nobody asks.
+//! A sum over a sliding window of time, kept as the slices that hold something and advanced
+//! lazily from the timestamps it is given: no timer events, and nothing to do while nobody asks.
 //!
 //! Windowed counters are how the controls remember "recently": Finagle's retry budget keeps
 //! its deposits and withdrawals in a `WindowedAdder` of ten slices over its ttl, Google's
@@ -7,6 +7,13 @@
 //! time-based window keeps one bucket per second. A value added in slice `i` leaves the sum
 //! when the window has moved `slices` slices past it, so the window covers between
 //! `(slices - 1) * slice` and `slices * slice` of the past, as those implementations do.
+//!
+//! Only the slices something was added in are kept (in time order), so a window costs memory
+//! in proportion to what it holds, never more than `slices` entries: a breaker of 3600 one-second
+//! buckets kept for each of 100,000 clients that each call a few times holds a few entries per
+//! client, not 3600 ([`SlidingWindow::ENTRY_BYTES`] each).
+
+use std::collections::VecDeque;
 
 use crate::time::Micros;
 
@@ -14,18 +21,24 @@ use crate::time::Micros;
 #[derive(Debug, Clone)]
 pub struct SlidingWindow<const K: usize> {
     slice: Micros,
-    ring: Box<[[i64; K]]>,
+    slices: u64,
+    /// The slices that hold something, oldest first: each slice's number and its values.
+    held: VecDeque<(u64, [i64; K])>,
     sums: [i64; K],
     /// The number of the slice that `now` falls in at the last update (`now / slice`).
     current: u64,
 }
 
 impl<const K: usize> SlidingWindow<K> {
+    /// The memory of one slice held (its number and its `K` values).
+    pub const ENTRY_BYTES: usize = std::mem::size_of::<(u64, [i64; K])>();
+
     /// A window of `slices` slices (at least one) of `slice` microseconds (at least one).
     pub fn new(slices: usize, slice: Micros) -> Self {
         SlidingWindow {
             slice: slice.max(1),
-            ring: vec![[0; K]; slices.max(1)].into_boxed_slice(),
+            slices: slices.max(1) as u64,
+            held: VecDeque::new(),
             sums: [0; K],
             current: 0,
         }
@@ -37,14 +50,14 @@ impl<const K: usize> SlidingWindow<K> {
         if target <= self.current {
             return;
         }
-        let len = self.ring.len() as u64;
-        let steps = (target - self.current).min(len);
-        for step in 1..=steps {
-            let index = ((self.current + step) % len) as usize;
-            for (sum, value) in self.sums.iter_mut().zip(self.ring[index]) {
+        while let Some(&(number, values)) = self.held.front() {
+            if number + self.slices > target {
+                break;
+            }
+            for (sum, value) in self.sums.iter_mut().zip(values) {
                 *sum -= value;
             }
-            self.ring[index] = [0; K];
+            self.held.pop_front();
         }
         self.current = target;
     }
@@ -52,9 +65,15 @@ impl<const K: usize> SlidingWindow<K> {
     /// Adds `values` at `now`.
     pub fn add(&mut self, now: Micros, values: [i64; K]) {
         self.advance(now);
-        let index = (self.current % self.ring.len() as u64) as usize;
-        for ((slot, sum), value) in self.ring[index].iter_mut().zip(&mut self.sums).zip(values) {
-            *slot += value;
+        match self.held.back_mut() {
+            Some((number, held)) if *number == self.current => {
+                for (slot, value) in held.iter_mut().zip(values) {
+                    *slot += value;
+                }
+            }
+            _ => self.held.push_back((self.current, values)),
+        }
+        for (sum, value) in self.sums.iter_mut().zip(values) {
             *sum += value;
         }
     }
@@ -63,12 +82,6 @@ impl<const K: usize> SlidingWindow<K> {
     pub fn sums(&mut self, now: Micros) -> [i64; K] {
         self.advance(now);
         self.sums
-    }
-
-    /// Forgets everything (a circuit breaker's fresh window).
-    pub fn clear(&mut self) {
-        self.ring.iter_mut().for_each(|slice| *slice = [0; K]);
-        self.sums = [0; K];
     }
 }
 
@@ -86,12 +99,26 @@ mod tests {
         assert_eq!(window.sums(9_999_999), [7, 1]);
         assert_eq!(window.sums(10_000_000), [4, 0]);
         assert_eq!(window.sums(12_000_000), [0, 0]);
-        // A jump of more than a window clears every slice once.
+        // A jump of more than a window drops every slice.
         window.add(12_000_000, [5, 5]);
         assert_eq!(window.sums(100_000_000), [0, 0]);
         window.add(100_000_001, [1, 2]);
         assert_eq!(window.sums(100_000_001), [1, 2]);
-        window.clear();
-        assert_eq!(window.sums(100_000_002), [0, 0]);
+    }
+
+    /// Only the slices added to are kept, and never more than the window's: three adds in one
+    /// slice keep one entry, adds in 25 consecutive slices of a 10-slice window keep 10.
+    #[test]
+    fn it_holds_only_the_slices_added_to() {
+        let mut window = SlidingWindow::<1>::new(10, 1_000);
+        for _ in 0..3 {
+            window.add(5, [1]);
+        }
+        assert_eq!(window.held.len(), 1);
+        for slice in 0..25 {
+            window.add(slice * 1_000, [1]);
+        }
+        assert_eq!(window.held.len(), 10);
+        assert_eq!(window.sums(24_000), [10]);
     }
 }

@@ -420,3 +420,32 @@ fn envoys_budget_caps_retries_outstanding_at_its_share_of_requests() {
         "{per_second} retries a second"
     );
 }
+
+/// Issue 23, case 1, through `run`: a time-based breaker (`window = "10s", minimum_calls = 5,
+/// wait_open = "1s"`, ten trial calls) against an upstream that refuses everything. Half-open,
+/// the fifth failed trial reopens it while another trial is in flight, which ends while it is
+/// open. That panicked (`index out of bounds: the len is 5 but the index is 5`: it was recorded
+/// in the half-open ring by the time window's rule). Now the run finishes, and the breaker does
+/// what resilience4j's does: five failures open it, then in each of the nine seconds after
+/// that five to ten trials go out, and every other call is refused locally.
+#[test]
+fn a_time_window_breaker_survives_trials_that_end_after_it_reopens() {
+    let text = always_failing(
+        50.0,
+        10,
+        r#"{ kind = "circuit-breaker", window = "10s", minimum_calls = 5, wait_open = "1s" }"#,
+    );
+    let result = run(&scenario(&text));
+    let policy = &result.policies[0];
+    let sent: u64 = policy.measurements.buckets.iter().map(|b| b.attempts).sum();
+    let refused = failed(policy, FailureReason::Control(ControlKind::CircuitBreaker));
+    let operations = policy.measurements.operations;
+    assert!(
+        (5 + 5 * 9..=5 + 10 * 9).contains(&sent),
+        "{sent} attempts sent: five, then five to ten trials a second"
+    );
+    assert!(
+        refused + 5 + 10 * 9 >= operations && refused > 0,
+        "{refused} of {operations} calls refused by the breaker"
+    );
+}
