@@ -276,6 +276,62 @@ impl ControlConfig {
     }
 }
 
+/// What the windows of one control state may hold, for the cost estimate ([`crate::cost`]).
+/// A window keeps only what it was given ([`SlidingWindow`], the breaker's ring of calls), so
+/// it grows with the attempts its state sees, up to the whole window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WindowMemory {
+    /// Bytes when every slice or call of the window is held.
+    pub most: u64,
+    /// Bytes at most each attempt adds: an attempt asked for, sent or not, updates a window at
+    /// most twice (adaptive throttling counts the request and its accept; a budget, a call's
+    /// deposit and a retry's withdrawal, or its refund when a later control refuses).
+    pub per_attempt: u64,
+}
+
+impl ControlConfig {
+    /// What one state's windows may hold.
+    pub fn window_memory(&self) -> WindowMemory {
+        let slices = |slices: usize, entry: usize| WindowMemory {
+            most: (slices * entry) as u64,
+            per_attempt: 2 * entry as u64,
+        };
+        match self {
+            ControlConfig::WindowedBudget(_) => {
+                slices(retry_budget::SLICES, SlidingWindow::<1>::ENTRY_BYTES)
+            }
+            ControlConfig::SreThrottling(_) => {
+                slices(sre_throttling::SLICES, SlidingWindow::<2>::ENTRY_BYTES)
+            }
+            // One window at a time: the closed one, or the half-open ring of one byte a call;
+            // one entry or byte per attempt that ends.
+            ControlConfig::CircuitBreaker(config) => {
+                let trials = u64::from(config.half_open_calls);
+                match config.window {
+                    circuit_breaker::BreakerWindow::Calls(calls) => WindowMemory {
+                        most: u64::from(calls).max(trials),
+                        per_attempt: 1,
+                    },
+                    circuit_breaker::BreakerWindow::Seconds(seconds) => {
+                        let entry = SlidingWindow::<3>::ENTRY_BYTES as u64;
+                        WindowMemory {
+                            most: (u64::from(seconds) * entry).max(trials),
+                            per_attempt: entry,
+                        }
+                    }
+                }
+            }
+            ControlConfig::ConcurrencyBudget(_)
+            | ControlConfig::GrpcThrottling(_)
+            | ControlConfig::AwsRetryQuota(_)
+            | ControlConfig::AwsAdaptive => WindowMemory {
+                most: 0,
+                per_attempt: 0,
+            },
+        }
+    }
+}
+
 /// One control of a policy: its settings and whose history it keeps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ControlModel {

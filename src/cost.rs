@@ -5,7 +5,8 @@
 //! The estimate applies measured constants of this engine (each says where it comes from) to
 //! what the scenario fixes: how many operations arrive, how many services one request visits,
 //! how many times a policy may send it, how long an operation may live and how many time
-//! buckets the series has. Events are given as a range: the low end counts every operation
+//! buckets the series has, and how many control states the scopes of the controls keep and
+//! how far their windows can fill. Events are given as a range: the low end counts every operation
 //! sent once, the high end every send the policies allow (every retry at every layer). Memory
 //! is an upper bound: it assumes operations live as long as their deadline allows while they
 //! keep arriving, as in an outage that answers nothing.
@@ -14,7 +15,10 @@ use std::fmt;
 
 use crate::capacity::CapacityCurve;
 use crate::metrics::health_step;
-use crate::scenario::{Policy, Scenario, Service, Workload, longest_operation};
+use toml::Spanned;
+
+use crate::control::Scope;
+use crate::scenario::{ControlSpec, Policy, Scenario, Service, Workload, longest_operation};
 use crate::service::downtime::Downtime;
 use crate::time::MICROS_PER_SECOND;
 
@@ -45,6 +49,18 @@ const BYTES_PER_REQUEST: f64 = 270.0;
 /// and 488 MB with three, 1.4 KB per row and 0.5 KB per point. A row of the run's 20 metrics:
 /// a topology's per-service columns make it longer in proportion.
 pub const BYTES_PER_SWEEP_ROW: f64 = 2_000.0;
+/// Memory per control state in use, besides what its windows grow to: the state and its
+/// windows' first allocation. 100,000 processes with one control each (`scope = "process"`),
+/// two calls per process, took from 27 (gRPC throttling) to 263 bytes per process (a breaker
+/// with a time window; a count window 160, adaptive throttling 178) more than without
+/// controls; the estimate takes 320.
+const BYTES_PER_CONTROL_STATE: f64 = 320.0;
+/// Memory per scope slot of a control, used or not (one per client for `scope = "client"`, per
+/// process for `"process"`): the pointer to its state, built when first used.
+const BYTES_PER_CONTROL_SLOT: f64 = 16.0;
+/// A window grows by doubling, so it may take twice what it holds
+/// ([`crate::control::WindowMemory`]).
+const WINDOW_GROWTH: f64 = 2.0;
 /// Memory of the program before the simulation: 8.4 MiB with a million idle open-loop clients.
 const BASE_BYTES: f64 = 9.0 * MIB;
 /// Events per second one core simulates, for the time estimate: the large benchmark runs 6 to
@@ -249,8 +265,54 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
         memory_bytes: buckets * BYTES_PER_BUCKET * services.len() as f64
             + health_steps * BYTES_PER_HEALTH_STEP
             + in_flight * requests * BYTES_PER_REQUEST
-            + crash_history_bytes(&services),
+            + crash_history_bytes(&services)
+            + control_state_bytes(scenario, policy, operations, client_sends),
     }
+}
+
+/// The memory of the controls' states, at most: the users' controls keep one state per
+/// client, per process or one in all (their scope), each tier's one per calling service. A
+/// state costs its slot, its fixed size and its windows, which hold at most the whole window
+/// and at most what the attempts it saw put there; over all states of a control, at most
+/// every attempt allowed (`operations * client_sends` for the users', times the requests each
+/// makes downstream for a tier's).
+fn control_state_bytes(
+    scenario: &Scenario,
+    policy: &Policy,
+    operations: f64,
+    client_sends: f64,
+) -> f64 {
+    let clients = &scenario.clients;
+    let all_attempts =
+        operations * client_sends * visits(scenario, scenario.entry(), Sends::AllAllowed);
+    let states = |spec: &Spanned<ControlSpec>, slots: f64, attempts: f64| {
+        let model = spec.get_ref().model();
+        let window = model.config.window_memory();
+        let used = slots.min(operations.max(1.0));
+        slots * BYTES_PER_CONTROL_SLOT
+            + used * BYTES_PER_CONTROL_STATE
+            + WINDOW_GROWTH * (used * window.most as f64).min(attempts * window.per_attempt as f64)
+    };
+    let users: f64 = policy
+        .controls
+        .iter()
+        .map(|spec| {
+            let slots = match spec.get_ref().model().scope {
+                Scope::Client => clients.count.get_ref().get(),
+                Scope::Process => clients.processes.get_ref().get(),
+                Scope::Global => 1,
+            };
+            states(spec, slots as f64, operations * client_sends)
+        })
+        .sum();
+    let tiers: f64 = scenario
+        .services()
+        .iter()
+        .filter_map(|service| service.retry.as_ref())
+        .flat_map(|retry| &retry.get_ref().controls)
+        .map(|spec| states(spec, 1.0, all_attempts))
+        .sum();
+    users + tiers
 }
 
 /// How many times a service sends each call.
@@ -504,6 +566,119 @@ mod tests {
         assert!(
             memory.contains("GiB of memory, more than the limit of 20.0 GiB"),
             "{memory}"
+        );
+    }
+
+    /// The issue's per-client breakers (issue 23, case 3): 100,000 clients, each with its own
+    /// breaker over 3600 one-second buckets, were estimated at 73 MiB as if they had none and
+    /// took 86 KB a client. Now every slot and state is counted, and the windows as far as
+    /// the attempts allowed can fill them: 200,000 operations of up to four attempts, one
+    /// 32-byte entry each, with room to double. A global breaker costs one state.
+    #[test]
+    fn per_client_breakers_are_counted() {
+        let clients = OPEN
+            .replace("count = 1000", "count = 100_000")
+            .replace("rate = 2.0", "rate = 0.2");
+        let breaker = |scope: &str| {
+            clients.replace(
+                "max_attempts = 3",
+                &format!(
+                    "max_attempts = 3\ncontrols = [{{ kind = \"circuit-breaker\", window = \"3600s\", scope = \"{scope}\" }}]"
+                ),
+            )
+        };
+        let without = estimate(&clients, 1).policies[0].memory_bytes;
+        let per_client = estimate(&breaker("client"), 1).policies[0].memory_bytes;
+        let entries = 200_000.0 * 4.0 * 32.0;
+        assert_eq!(
+            per_client - without,
+            100_000.0 * (BYTES_PER_CONTROL_SLOT + BYTES_PER_CONTROL_STATE)
+                + WINDOW_GROWTH * entries
+        );
+        let global = estimate(&breaker("global"), 1).policies[0].memory_bytes;
+        assert_eq!(
+            global - without,
+            BYTES_PER_CONTROL_SLOT + BYTES_PER_CONTROL_STATE + WINDOW_GROWTH * 3600.0 * 32.0
+        );
+    }
+
+    /// A window holds at most its whole size, however many attempts fill it: 1,000 clients
+    /// each with a 10-slice retry budget for an hour cost ten 16-byte entries (doubled) each,
+    /// not one per attempt. Envoy's budget, gRPC throttling and the AWS quota keep no window.
+    #[test]
+    fn windows_are_bounded_by_their_size() {
+        let long = OPEN.replace("duration = \"10s\"", "duration = \"3600s\"");
+        let with = |control: &str| {
+            long.replace(
+                "max_attempts = 3",
+                &format!("max_attempts = 3\ncontrols = [{{ {control}, scope = \"client\" }}]"),
+            )
+        };
+        let without = estimate(&long, 1).policies[0].memory_bytes;
+        let state = 1000.0 * (BYTES_PER_CONTROL_SLOT + BYTES_PER_CONTROL_STATE);
+        let budget = estimate(&with("kind = \"retry-budget\""), 1).policies[0].memory_bytes;
+        assert_eq!(
+            budget - without,
+            state + WINDOW_GROWTH * 1000.0 * 10.0 * 16.0
+        );
+        for windowless in [
+            "kind = \"retry-budget\", min_concurrency = 3",
+            "kind = \"grpc-throttling\", max_tokens = 10, token_ratio = 0.1",
+            "kind = \"aws-retry-quota\"",
+            "kind = \"aws-adaptive\"",
+        ] {
+            let cost = estimate(&with(windowless), 1).policies[0].memory_bytes;
+            assert_eq!(cost - without, state, "{windowless}");
+        }
+    }
+
+    /// `run` refuses what the control states would make too large, as it refuses any other
+    /// memory over the limit (`exceeds`): 100,000 clients calling once a second for an hour,
+    /// each with a breaker of 3600 buckets, need up to 21 GiB, over a 4 GiB limit that the same
+    /// run without breakers is well under.
+    #[test]
+    fn control_states_over_the_limit_are_refused() {
+        let hour = OPEN
+            .replace("count = 1000", "count = 100_000")
+            .replace("rate = 2.0", "rate = 1.0")
+            .replace("duration = \"10s\"", "duration = \"3600s\"")
+            .replace("name = \"b\"\n        max_attempts = 0\n", "name = \"b\"\n        max_attempts = 0\n        controls = [{ kind = \"circuit-breaker\", window = \"3600s\", scope = \"client\" }]\n");
+        assert!(hour.contains("circuit-breaker"));
+        let limit = 4.0 * 1024.0 * MIB;
+        let reason = estimate(&hour, 1).exceeds(limit).expect("refused");
+        assert!(
+            reason.contains("GiB of memory, more than the limit of 4.0 GiB"),
+            "{reason}"
+        );
+        let without = hour.replace(
+            "controls = [{ kind = \"circuit-breaker\", window = \"3600s\", scope = \"client\" }]",
+            "",
+        );
+        assert!(estimate(&without, 1).exceeds(limit).is_none());
+    }
+
+    /// [`BYTES_PER_CONTROL_STATE`] covers the largest state as it is built: the struct behind
+    /// its pointer, the allocator's header and its window's first allocation (four entries of a
+    /// breaker's time window). A state that grows past the measured constant fails here.
+    #[test]
+    fn the_state_constant_covers_every_state() {
+        use crate::control::{
+            SlidingWindow, aws_adaptive, circuit_breaker, retry_budget, sre_throttling,
+        };
+        use std::mem::size_of;
+        let largest = [
+            size_of::<circuit_breaker::CircuitBreaker>(),
+            size_of::<aws_adaptive::AwsAdaptive>(),
+            size_of::<retry_budget::WindowedBudget>(),
+            size_of::<sre_throttling::SreThrottling>(),
+        ]
+        .into_iter()
+        .max()
+        .unwrap();
+        let first_window = 4 * SlidingWindow::<3>::ENTRY_BYTES;
+        assert!(
+            (largest + 16 + first_window + 16) as f64 <= BYTES_PER_CONTROL_STATE,
+            "{largest} bytes of state"
         );
     }
 }

@@ -23,7 +23,7 @@ use crate::time::{MICROS_PER_SECOND, Micros};
 /// Finagle's scale: one deposit.
 const DEPOSIT: i64 = 1000;
 /// Finagle's `WindowedAdder` splits the ttl into this many slices.
-const SLICES: usize = 10;
+pub(super) const SLICES: usize = 10;
 
 /// Settings of a budget over a window of requests.
 #[derive(Debug, Clone, Copy, PartialEq)]

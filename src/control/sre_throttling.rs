@@ -20,7 +20,7 @@ use crate::random::Stream;
 use crate::time::{MICROS_PER_SECOND, Micros};
 
 /// Slices of the window.
-const SLICES: usize = 24;
+pub(super) const SLICES: usize = 24;
 
 /// Settings of the throttle.
 #[derive(Debug, Clone, Copy, PartialEq)]
