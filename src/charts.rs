@@ -33,6 +33,7 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use crate::model::ServiceModel;
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
+use crate::service::downtime::merge_close;
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 
 /// Size of a single chart, in pixels.
@@ -442,6 +443,32 @@ struct Outage {
 /// The height of one policy's row of outage bands, as a share of the plot's height.
 const OUTAGE_ROW: f64 = 0.025;
 
+/// The outage bands as drawn at a resolution of `pixel_s` seconds: per policy, those less than
+/// a pixel apart are one block, so a crash loop draws at most a block per pixel of the plot's
+/// width, however many crashes it had (the services' crashes merge in their policy's row).
+fn merged_at(outages: &[Outage], pixel_s: f64) -> Vec<Outage> {
+    let mut sorted = outages.to_vec();
+    sorted.sort_by(|a, b| {
+        (a.policy, a.start_s)
+            .partial_cmp(&(b.policy, b.start_s))
+            .expect("times are finite")
+    });
+    let mut merged = Vec::new();
+    for row in sorted.chunk_by(|a, b| a.policy == b.policy) {
+        let periods = row.iter().map(|outage| (outage.start_s, outage.end_s));
+        merged.extend(
+            merge_close(periods, |end, start| start - end < pixel_s)
+                .into_iter()
+                .map(|(start_s, end_s)| Outage {
+                    policy: row[0].policy,
+                    start_s,
+                    end_s,
+                }),
+        );
+    }
+    merged
+}
+
 fn draw_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     panel: &Panel,
@@ -513,7 +540,8 @@ fn draw_panel<DB: DrawingBackend>(
             )])?;
         }
         let at = |share: f64| low * (high / low).powf(share);
-        for outage in &panel.outages {
+        let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        for outage in merged_at(&panel.outages, pixel_s) {
             let row = outage.policy as f64 * OUTAGE_ROW;
             chart.draw_series([Rectangle::new(
                 [
@@ -542,7 +570,8 @@ fn draw_panel<DB: DrawingBackend>(
                 INCIDENT.filled(),
             )])?;
         }
-        for outage in &panel.outages {
+        let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        for outage in merged_at(&panel.outages, pixel_s) {
             let row = outage.policy as f64 * OUTAGE_ROW * high;
             chart.draw_series([Rectangle::new(
                 [
@@ -811,11 +840,11 @@ struct ChartData {
     times: Vec<f64>,
     policies: Vec<PolicyData>,
     /// The entry service's capacity per bucket, requests per second.
-    capacity_rps: Vec<f64>,
+    capacity_rps: Vec<Option<f64>>,
     /// In a topology, every service's name and, for a service that calls nothing, its
     /// capacity (empty for a single service). A calling service's capacity is measured per
     /// policy ([`PolicyData::capacity`]).
-    services: Vec<(String, Option<Vec<f64>>)>,
+    services: Vec<(String, Option<Vec<Option<f64>>>)>,
     incidents: Vec<(f64, f64)>,
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
@@ -928,16 +957,14 @@ impl ChartData {
                 }
             })
             .collect();
-        // Capacity at the middle of each bucket.
-        let capacity_rps = |service: &ServiceModel| -> Vec<f64> {
-            let per_worker_rps = if service.mean_service_us() > 0.0 {
-                MICROS_PER_SECOND as f64 / service.mean_service_us()
-            } else {
-                0.0
-            };
+        // Capacity at the middle of each bucket; none (no line) where requests take no time,
+        // as `capacity_rps` in the CSVs is empty there: it has no bound.
+        let capacity_rps = |service: &ServiceModel| -> Vec<Option<f64>> {
+            let mean_us = service.mean_service_us();
             (0..buckets as u64)
                 .map(|index| {
-                    service.capacity.available(index * bucket + bucket / 2) as f64 * per_worker_rps
+                    let workers = service.capacity.available(index * bucket + bucket / 2);
+                    (mean_us > 0.0).then(|| workers as f64 * MICROS_PER_SECOND as f64 / mean_us)
                 })
                 .collect()
         };
@@ -958,7 +985,7 @@ impl ChartData {
                 run.measurements
                     .services
                     .iter()
-                    .flat_map(|service| &service.restarts)
+                    .flat_map(|service| service.downtime.periods())
                     .map(move |&(down, up)| Outage {
                         policy,
                         start_s: seconds(down),
@@ -1063,7 +1090,7 @@ impl ChartData {
             "upstream capacity".into(),
             CAPACITY,
             true,
-            self.capacity_rps.iter().map(|rps| Some(*rps)),
+            self.capacity_rps.iter().copied(),
         ));
         // A rate limit is drawn where it binds: where some policy's load reaches it.
         let peak = self
@@ -1114,7 +1141,7 @@ impl ChartData {
                     }
                 }
                 let label = if service == 0 { "capacity" } else { "" };
-                let fixed = capacity.iter().flatten().map(|rps| Some(*rps));
+                let fixed = capacity.iter().flatten().copied();
                 series.push(self.reference(label.into(), CAPACITY, fixed));
                 Panel {
                     y_label: format!("{name}: requests/s"),

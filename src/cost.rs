@@ -14,7 +14,8 @@ use std::fmt;
 
 use crate::capacity::CapacityCurve;
 use crate::metrics::health_step;
-use crate::scenario::{Policy, Scenario, Workload, longest_operation};
+use crate::scenario::{Policy, Scenario, Service, Workload, longest_operation};
+use crate::service::downtime::Downtime;
 use crate::time::MICROS_PER_SECOND;
 
 /// Events per request that reaches a service (arrival or retry, arrival at the service,
@@ -24,6 +25,12 @@ use crate::time::MICROS_PER_SECOND;
 /// 3.1 to 3.3 per service visited on the three-tier `retry-layers`; the estimate takes 4.
 /// Timers cancelled by a timely answer are not events, and cost far less than one.
 const EVENTS_PER_VISIT: f64 = 4.0;
+/// Events a crash under overload adds to the request that set it off: the crash check and
+/// the restart. A crash needs a request admitted since the last restart, so a service that can
+/// crash adds at most these per visit: issue 23's crash loop (`in_flight_above = 0`, restart
+/// after 1 µs) took 14.0 million events for 2.4 million requests and 2.26 million crashes,
+/// 4 per request and 2 per crash.
+const EVENTS_PER_CRASH: f64 = 2.0;
 /// Memory per time bucket of one policy (counters and a latency histogram): 10,000 buckets of
 /// 10 ms took 54 MiB more than 100 buckets of 1 s, on the same scenario.
 const BYTES_PER_BUCKET: f64 = 5_600.0;
@@ -181,7 +188,8 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
     let lifetime = longest_operation(scenario, policy) as f64 / MICROS_PER_SECOND as f64;
     let services = scenario.services();
     let entry = scenario.entry();
-    let requests = visits(scenario, entry, Sends::Once);
+    let requests = visits(scenario, entry, Sends::Once, &|_| true);
+    let can_crash = |service: &Service| service.crash.is_some();
     let (operations, in_flight) = match clients.workload.get_ref() {
         Workload::Open => {
             let rate = count * clients.rate.map_or(0.0, |rate| rate.get());
@@ -236,11 +244,12 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
         fewest_events: operations * requests * EVENTS_PER_VISIT,
         most_events: operations
             * client_sends
-            * visits(scenario, entry, Sends::AllAllowed)
-            * EVENTS_PER_VISIT,
+            * (visits(scenario, entry, Sends::AllAllowed, &|_| true) * EVENTS_PER_VISIT
+                + visits(scenario, entry, Sends::AllAllowed, &can_crash) * EVENTS_PER_CRASH),
         memory_bytes: buckets * BYTES_PER_BUCKET * services.len() as f64
             + health_steps * BYTES_PER_HEALTH_STEP
-            + in_flight * requests * BYTES_PER_REQUEST,
+            + in_flight * requests * BYTES_PER_REQUEST
+            + crash_history_bytes(&services),
     }
 }
 
@@ -251,8 +260,21 @@ enum Sends {
     AllAllowed,
 }
 
-/// Requests one request to service `index` makes in all: itself and everything it calls.
-fn visits(scenario: &Scenario, index: usize, sends: Sends) -> f64 {
+/// The record of when each service that can crash was down: bounded, however many times it
+/// crashes ([`Downtime::bytes`]).
+fn crash_history_bytes(services: &[&Service]) -> f64 {
+    let crashing = services.iter().filter(|service| service.crash.is_some());
+    crashing.count() as f64 * Downtime::bytes() as f64
+}
+
+/// Requests one request to service `index` makes in all, itself and everything it calls,
+/// counting those to the services `counted` accepts.
+fn visits(
+    scenario: &Scenario,
+    index: usize,
+    sends: Sends,
+    counted: &dyn Fn(&Service) -> bool,
+) -> f64 {
     let services = scenario.services();
     let service = services[index];
     let per_call = match sends {
@@ -268,7 +290,8 @@ fn visits(scenario: &Scenario, index: usize, sends: Sends) -> f64 {
             )
         }) as f64,
     };
-    1.0 + service
+    let own = if counted(service) { 1.0 } else { 0.0 };
+    own + service
         .calls
         .iter()
         .filter_map(|call| {
@@ -276,7 +299,7 @@ fn visits(scenario: &Scenario, index: usize, sends: Sends) -> f64 {
                 .iter()
                 .position(|callee| callee.name_is(call.get_ref()))
         })
-        .map(|callee| per_call * visits(scenario, callee, sends))
+        .map(|callee| per_call * visits(scenario, callee, sends, counted))
         .sum::<f64>()
 }
 

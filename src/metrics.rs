@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use crate::histogram::Histogram;
 use crate::outcome::FailureReason;
 use crate::service::ServiceRecord;
+use crate::service::downtime::Downtime;
 
 use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 pub use named::{AT, NamedMetric, check_name, direction, domain, metric_value};
@@ -239,7 +240,9 @@ impl ServiceBucket {
     /// start or sped by a warm cache at that moment (`mean_service_us` without them); a calling
     /// service's workers are also held for their calls, so its capacity is measured:
     /// `workers / mean time a worker held a request` among those it let go of in the bucket
-    /// (`None` if it let go of none).
+    /// (`None` if it let go of none). `None` too where that time is zero (a service time of
+    /// zero, a cache hit that takes none, calls that take none): a worker then serves any
+    /// number of requests at one instant, so there is no finite capacity to write.
     pub fn capacity_rps(&self, leaf: bool, mean_service_us: f64) -> Option<f64> {
         let mean_hold_us = if leaf && self.mean_work_us > 0 {
             self.mean_work_us as f64
@@ -250,11 +253,8 @@ impl ServiceBucket {
         } else {
             return None;
         };
-        Some(if mean_hold_us > 0.0 {
-            self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us
-        } else {
-            f64::INFINITY
-        })
+        (mean_hold_us > 0.0)
+            .then(|| self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us)
     }
 }
 
@@ -381,8 +381,8 @@ pub struct ServiceMeasurements {
     pub name: String,
     /// Its counts per bucket, as many buckets as the users'.
     pub buckets: Vec<ServiceBucket>,
-    /// Each crash under overload: when it went down and when it came back.
-    pub restarts: Vec<(Micros, Micros)>,
+    /// When it was down after crashing under overload.
+    pub downtime: Downtime,
     /// The longest its queue was at any instant.
     pub peak_queue_len: u64,
 }
@@ -597,7 +597,7 @@ impl Recorder {
             .map(|service| ServiceMeasurements {
                 name: service.name,
                 buckets: service.counts.into_padded(length),
-                restarts: service.restarts,
+                downtime: service.downtime,
                 peak_queue_len: service.peak_queue_len,
             })
             .collect();

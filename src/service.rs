@@ -16,6 +16,7 @@
 //! slab slot and tagged with its generation, so the store costs memory only for operations in
 //! flight, and a record left by a finished operation reads as empty for the slot's next tenant.
 
+pub mod downtime;
 pub mod health;
 pub mod limit;
 pub mod queue;
@@ -31,6 +32,7 @@ use crate::rate_limiter::RateLimiter;
 use crate::scenario::Outage;
 use crate::slab::Key;
 use crate::time::Micros;
+use downtime::Downtime;
 use health::Health;
 use limit::ConcurrencyLimit;
 use queue::{Dequeued, Queue};
@@ -205,7 +207,7 @@ impl<'m> Service<'m> {
         ServiceRecord {
             name: self.model.name.clone(),
             counts: self.counts,
-            restarts: self.health.into_restarts(),
+            downtime: self.health.into_downtime(),
             peak_queue_len: self.peak_queue_len,
         }
     }
@@ -589,8 +591,8 @@ pub struct ServiceRecord {
     pub name: String,
     /// Its counts per bucket.
     pub counts: Buckets<ServiceBucket>,
-    /// Each crash under overload: when it went down and when it came back.
-    pub restarts: Vec<(Micros, Micros)>,
+    /// When it was down after crashing under overload.
+    pub downtime: Downtime,
     /// The longest its queue was at any instant.
     pub peak_queue_len: u64,
 }

@@ -12,6 +12,7 @@
 //! The state here is updated from timestamps when the service acts, so nothing costs an event
 //! but the crash check itself (scheduled when the overload begins) and the restart.
 
+use super::downtime::Downtime;
 use crate::model::{CacheModel, ColdStartModel, CrashModel, CrashThreshold, Decay, ServiceModel};
 use crate::time::Micros;
 
@@ -29,8 +30,8 @@ pub struct Health {
     restarted_at: Option<Micros>,
     served_since_restart: u64,
     hit_ratio: f64,
-    /// Each crash under overload and when it came back.
-    restarts: Vec<(Micros, Micros)>,
+    /// When it was down after crashing under overload.
+    downtime: Downtime,
 }
 
 impl Health {
@@ -45,7 +46,7 @@ impl Health {
             restarted_at: None,
             served_since_restart: 0,
             hit_ratio: model.cache.map_or(0.0, |cache| cache.hit_ratio),
-            restarts: Vec::new(),
+            downtime: Downtime::default(),
         }
     }
 
@@ -94,7 +95,7 @@ impl Health {
                 .restart_after;
         self.down_until = Some(back);
         self.overloaded_since = None;
-        self.restarts.push((now, back));
+        self.downtime.record(now, back);
         back
     }
 
@@ -146,9 +147,9 @@ impl Health {
         }
     }
 
-    /// Each crash under overload: when it went down and when it came back.
-    pub fn into_restarts(self) -> Vec<(Micros, Micros)> {
-        self.restarts
+    /// When it was down after crashing under overload.
+    pub fn into_downtime(self) -> Downtime {
+        self.downtime
     }
 }
 
@@ -222,7 +223,7 @@ mod tests {
         );
         health.come_back(1170);
         assert!(!health.is_down());
-        assert_eq!(health.into_restarts(), [(170, 1170)]);
+        assert_eq!(health.into_downtime().periods(), [(170, 1170)]);
     }
 
     /// `1 + (factor - 1) * exp(-n / requests)`: 3 right after the restart, `1 + 2/e` after
