@@ -840,11 +840,11 @@ struct ChartData {
     times: Vec<f64>,
     policies: Vec<PolicyData>,
     /// The entry service's capacity per bucket, requests per second.
-    capacity_rps: Vec<f64>,
+    capacity_rps: Vec<Option<f64>>,
     /// In a topology, every service's name and, for a service that calls nothing, its
     /// capacity (empty for a single service). A calling service's capacity is measured per
     /// policy ([`PolicyData::capacity`]).
-    services: Vec<(String, Option<Vec<f64>>)>,
+    services: Vec<(String, Option<Vec<Option<f64>>>)>,
     incidents: Vec<(f64, f64)>,
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
@@ -957,16 +957,14 @@ impl ChartData {
                 }
             })
             .collect();
-        // Capacity at the middle of each bucket.
-        let capacity_rps = |service: &ServiceModel| -> Vec<f64> {
-            let per_worker_rps = if service.mean_service_us() > 0.0 {
-                MICROS_PER_SECOND as f64 / service.mean_service_us()
-            } else {
-                0.0
-            };
+        // Capacity at the middle of each bucket; none (no line) where requests take no time,
+        // as `capacity_rps` in the CSVs is empty there: it has no bound.
+        let capacity_rps = |service: &ServiceModel| -> Vec<Option<f64>> {
+            let mean_us = service.mean_service_us();
             (0..buckets as u64)
                 .map(|index| {
-                    service.capacity.available(index * bucket + bucket / 2) as f64 * per_worker_rps
+                    let workers = service.capacity.available(index * bucket + bucket / 2);
+                    (mean_us > 0.0).then(|| workers as f64 * MICROS_PER_SECOND as f64 / mean_us)
                 })
                 .collect()
         };
@@ -1092,7 +1090,7 @@ impl ChartData {
             "upstream capacity".into(),
             CAPACITY,
             true,
-            self.capacity_rps.iter().map(|rps| Some(*rps)),
+            self.capacity_rps.iter().copied(),
         ));
         // A rate limit is drawn where it binds: where some policy's load reaches it.
         let peak = self
@@ -1143,7 +1141,7 @@ impl ChartData {
                     }
                 }
                 let label = if service == 0 { "capacity" } else { "" };
-                let fixed = capacity.iter().flatten().map(|rps| Some(*rps));
+                let fixed = capacity.iter().flatten().copied();
                 series.push(self.reference(label.into(), CAPACITY, fixed));
                 Panel {
                     y_label: format!("{name}: requests/s"),

@@ -240,7 +240,9 @@ impl ServiceBucket {
     /// start or sped by a warm cache at that moment (`mean_service_us` without them); a calling
     /// service's workers are also held for their calls, so its capacity is measured:
     /// `workers / mean time a worker held a request` among those it let go of in the bucket
-    /// (`None` if it let go of none).
+    /// (`None` if it let go of none). `None` too where that time is zero (a service time of
+    /// zero, a cache hit that takes none, calls that take none): a worker then serves any
+    /// number of requests at one instant, so there is no finite capacity to write.
     pub fn capacity_rps(&self, leaf: bool, mean_service_us: f64) -> Option<f64> {
         let mean_hold_us = if leaf && self.mean_work_us > 0 {
             self.mean_work_us as f64
@@ -251,11 +253,8 @@ impl ServiceBucket {
         } else {
             return None;
         };
-        Some(if mean_hold_us > 0.0 {
-            self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us
-        } else {
-            f64::INFINITY
-        })
+        (mean_hold_us > 0.0)
+            .then(|| self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us)
     }
 }
 

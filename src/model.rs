@@ -274,8 +274,6 @@ pub enum RejectionKind {
     QueueFull,
     /// The rate limiter refused.
     RateLimit,
-    /// The service was down (outage reject, or refusing connections after a crash).
-    Outage,
     /// The concurrency limit was reached.
     ConcurrencyLimit,
     /// The queue discipline shed the request.
@@ -289,8 +287,6 @@ pub struct RejectionCosts {
     pub queue_full: Micros,
     /// A rate limiter's rejection.
     pub rate_limit: Micros,
-    /// A rejection while down.
-    pub outage: Micros,
     /// A concurrency limit's rejection.
     pub concurrency_limit: Micros,
     /// A request shed by the queue discipline.
@@ -304,7 +300,6 @@ impl RejectionCosts {
         match kind {
             RejectionKind::QueueFull => self.queue_full,
             RejectionKind::RateLimit => self.rate_limit,
-            RejectionKind::Outage => self.outage,
             RejectionKind::ConcurrencyLimit => self.concurrency_limit,
             RejectionKind::Shed => self.shed,
         }
@@ -585,20 +580,21 @@ impl ServiceModel {
                 .failure_status
                 .as_ref()
                 .map_or(503, |status| status.get_ref().get() as u16),
-            rejection_cost: service
-                .rejection_cost
-                .map_or_else(RejectionCosts::default, |cost| {
+            rejection_cost: service.rejection_cost.as_ref().map_or_else(
+                RejectionCosts::default,
+                |cost| {
+                    let cost = cost.get_ref();
                     let mean = service.service_time.mean_micros();
                     let micros =
                         |factor: crate::values::Factor| (factor.get() * mean).round() as Micros;
                     RejectionCosts {
                         queue_full: micros(cost.queue_full),
                         rate_limit: micros(cost.rate_limit),
-                        outage: micros(cost.outage),
                         concurrency_limit: micros(cost.concurrency_limit),
                         shed: micros(cost.shed),
                     }
-                }),
+                },
+            ),
             cancellation: service.cancellation,
             concurrency_limit: service.concurrency_limit.as_ref().map(|limit| {
                 let limit = limit.get_ref();

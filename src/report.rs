@@ -293,7 +293,7 @@ fn overload_settings(service: &Service) -> Vec<String> {
     }
     let mut settings = Vec::new();
     if let Some(cost) = &service.rejection_cost {
-        settings.push(written("rejection_cost", cost));
+        settings.push(written("rejection_cost", cost.get_ref()));
     }
     if let Some(discipline) = &service.queue_discipline {
         settings.push(written("queue_discipline", discipline.get_ref()));

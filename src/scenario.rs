@@ -324,7 +324,7 @@ pub struct Service {
     pub idempotency_in_flight: InFlightRepeat,
     /// How long each kind of rejection holds a worker (default: rejections are free).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rejection_cost: Option<RejectionCost>,
+    pub rejection_cost: Option<Spanned<RejectionCost>>,
     /// In which order waiting requests are served, and which are shed (default FIFO).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub queue_discipline: Option<Spanned<QueueDiscipline>>,

@@ -40,15 +40,14 @@ impl<'a, O: Observer> Engine<'a, O> {
         service.counts(now).received += 1;
         match service.refusal() {
             None => {}
+            // No worker is up to refuse it, so refusing costs none (`RejectionCost`).
             Some(Refusal::Reject) => {
                 service.counts(now).rejected_outage += 1;
                 let retry_after = service.model.retry_after;
-                self.charge(id, RejectionKind::Outage);
                 return self.reply(key, Reply::Overloaded { retry_after });
             }
             Some(Refusal::Reset) => {
                 service.counts(now).rejected_outage += 1;
-                self.charge(id, RejectionKind::Outage);
                 return self.reply(key, Reply::Refused);
             }
             Some(Refusal::Blackhole) => return self.drop_request(key),

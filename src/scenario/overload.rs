@@ -13,7 +13,14 @@ use crate::values::{Bounded, Factor, Probability};
 /// fraction of the mean service time, per kind of rejection. Rejecting is work: parsing,
 /// authenticating and answering a request cost about as much as serving a cheap one (Google
 /// SRE book, ch. 21), so under enough overload a server spends itself on rejections.
-#[derive(Debug, Clone, Copy, Default, Deserialize, Serialize)]
+///
+/// There is no cost of refusing during an outage: a service refuses then only while no worker
+/// is up (capacity zero with `outage = "reject"`, or down after a crash, when "it accepts
+/// nothing": `OVERLOAD.md` §3.3), so the refusal has no worker to hold, and a crashed server's
+/// refused connection is the kernel's, not its workers'. The field `outage` once written here
+/// never cost anything; `outage = 0` is still read (older resolved scenarios write it), any
+/// other value is refused at its place.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct RejectionCost {
     /// A full queue's 503.
@@ -22,10 +29,9 @@ pub struct RejectionCost {
     /// The rate limiter's 429.
     #[serde(default)]
     pub rate_limit: Factor,
-    /// A 503 while capacity is zero with `outage = "reject"`, or a refused connection while
-    /// crashed, for as long as some worker is up to pay for it.
-    #[serde(default)]
-    pub outage: Factor,
+    /// No longer a cost (see above): read only to refuse a value other than 0 at its place.
+    #[serde(default, skip_serializing)]
+    pub outage: Option<Spanned<Factor>>,
     /// The concurrency limit's rejection.
     #[serde(default)]
     pub concurrency_limit: Factor,

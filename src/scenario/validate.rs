@@ -13,8 +13,8 @@ use toml::Spanned;
 use super::incident::validate_incident;
 use super::topology::validate_topology;
 use super::{
-    CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Policy, Scenario, Service,
-    Workload,
+    CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Policy, RejectionCost, Scenario,
+    Service, Workload,
 };
 use crate::capacity::CapacityCurve;
 use crate::time::Duration;
@@ -395,9 +395,45 @@ pub(super) fn validate_controls(controls: &[Spanned<ControlSpec>]) -> Result<(),
     Ok(())
 }
 
+/// A rejection cost is a share of the mean service time, so it needs one above zero, and it
+/// has no `outage` kind (a refusal during an outage has no worker to cost: `RejectionCost`).
+fn validate_rejection_cost(
+    service: &Service,
+    spanned: &Spanned<RejectionCost>,
+) -> Result<(), Problem> {
+    let cost = spanned.get_ref();
+    if let Some(outage) = cost
+        .outage
+        .as_ref()
+        .filter(|outage| outage.get_ref().get() != 0.0)
+    {
+        return Err((
+            span_of(outage, spanned.span()),
+            "rejection_cost.outage is no longer read, and never cost anything: a service refuses during an outage only while no worker is up (capacity zero with outage = \"reject\", or down after a crash), so there is no worker for the refusal to hold. Remove it (0 is still read). Refusals cost work while workers are up: queue_full, rate_limit, concurrency_limit and shed; for an outage that still costs, keep some capacity in the `capacity` curve and let the full queue refuse at queue_full's cost".into(),
+        ));
+    }
+    let written = [
+        cost.queue_full,
+        cost.rate_limit,
+        cost.concurrency_limit,
+        cost.shed,
+    ];
+    if service.service_time.mean_micros() == 0.0 && written.iter().any(|factor| factor.get() > 0.0)
+    {
+        return Err((
+            spanned.span(),
+            "a rejection cost is a share of the mean service time, which is zero here, so it would cost nothing: give service_time a mean above zero or remove rejection_cost".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The overload behaviours' relations: one threshold for a crash, one decay for a cold start,
 /// parameters that belong to the chosen algorithm or discipline, sane bounds.
 fn validate_overload(service: &Service) -> Result<(), Problem> {
+    if let Some(spanned) = &service.rejection_cost {
+        validate_rejection_cost(service, spanned)?;
+    }
     if let Some(spanned) = &service.crash {
         let crash = spanned.get_ref();
         if crash.queue_above.is_some() == crash.in_flight_above.is_some() {

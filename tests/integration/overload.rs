@@ -491,3 +491,53 @@ fn a_crash_loop_keeps_the_report_small() {
     let rects = load.matches("<rect").count();
     assert!(rects < CHART_SIZE.0 as usize, "{rects} rectangles");
 }
+
+/// A service time of zero is legitimate (a cache hit, an answer from memory): a worker then
+/// serves any number of requests at one instant, so its capacity has no bound. `timeseries.csv`
+/// wrote it as `inf`, which no CSV reader takes for a number (issue 23); it is now empty, as
+/// where there is no measure, and every other cell of the column is a finite number.
+#[test]
+fn a_service_that_takes_no_time_writes_no_infinite_capacity() {
+    let text = upstream(100.0, 10, "\"0ms\"", "", 3);
+    let result = run(&scenario(&text));
+    let csv = String::from_utf8(retrystorm::output::timeseries_csv(&result)).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let column = header
+        .iter()
+        .position(|name| *name == "capacity_rps")
+        .unwrap();
+    let mut rows = 0;
+    for line in lines {
+        let cell = line.split(',').nth(column).unwrap();
+        assert_eq!(cell, "", "{line}");
+        rows += 1;
+    }
+    assert!(rows >= 3);
+    assert!(!csv.contains("inf"), "{csv}");
+}
+
+/// The estimate's high end bounds the events of a crash loop (issue 23): each crash adds a
+/// crash check and a restart to the request that set it off, which the estimate did not count
+/// (its high end was below what the loop ran).
+#[test]
+fn the_estimate_bounds_a_crash_loops_events() {
+    let text = upstream(
+        2000.0,
+        10,
+        "\"10ms\"",
+        "crash = { in_flight_above = 0, hold = \"1us\", restart_after = \"1us\" }",
+        5,
+    );
+    let scenario = scenario(&text);
+    let estimate = retrystorm::cost::Estimate::of(&scenario, 1);
+    let result = run(&scenario);
+    let measured = &only(&result).measurements;
+    // Per operation, as the estimate counts the mean arrivals and the run its Poisson draw.
+    let per_operation = measured.events as f64 / measured.operations as f64;
+    let estimated = estimate.most_events() / estimate.policies[0].operations;
+    assert!(
+        per_operation <= estimated,
+        "{per_operation} events per operation, estimated at most {estimated}"
+    );
+}

@@ -491,3 +491,79 @@ fn an_operations_method_is_one_the_decision_knows() {
     let valid = VALID.replace("rate = 1.0", &format!("{operation}\"PATCH\""));
     load_str(&valid, "ok.toml", &[]).unwrap();
 }
+
+/// `rejection_cost.outage` never cost anything: a service refuses during an outage only while
+/// no worker is up (capacity zero, or crashed: OVERLOAD.md §3.3, "Down accepts nothing"), so
+/// `outage = 0`, `1` and `50` gave identical runs (issue 23). A value other than 0 is refused
+/// at its place, saying what costs work instead; `outage = 0`, which older resolved scenarios
+/// write, still loads, and the resolved scenario no longer writes it.
+#[test]
+fn a_rejection_cost_for_outages_is_refused_at_its_place() {
+    let message = error_with(
+        "service_time = \"5ms\"",
+        "service_time = \"5ms\"\nrejection_cost = { queue_full = 0.2, outage = 50 }",
+    );
+    assert_contains(
+        &message,
+        &[
+            "bad.toml:11:47:",
+            "rejection_cost.outage is no longer read",
+            "no worker",
+            "queue_full",
+        ],
+    );
+    let old = VALID.replacen(
+        "service_time = \"5ms\"",
+        "service_time = \"5ms\"\nrejection_cost = { queue_full = 0.2, outage = 0.0 }",
+        1,
+    );
+    let scenario = load_str(&old, "old.toml", &[]).unwrap();
+    let resolved = scenario.to_resolved_toml();
+    assert!(resolved.contains("queue_full = 0.2"), "{resolved}");
+    assert!(!resolved.contains("outage = 0"), "{resolved}");
+}
+
+/// A rejection cost is a share of the mean service time; with a service time of zero it would
+/// silently cost nothing, so it is refused at its table (issue 23, with `capacity_rps`).
+#[test]
+fn a_rejection_cost_on_a_service_that_takes_no_time_is_refused() {
+    let message = error_with(
+        "service_time = \"5ms\"",
+        "service_time = \"0ms\"\nrejection_cost = { queue_full = 0.2 }",
+    );
+    assert_contains(
+        &message,
+        &["bad.toml:11:18:", "mean service time, which is zero here"],
+    );
+}
+
+/// `in_flight_above = 0` with `hold = "0s"` crashes the service the instant it admits any
+/// request, so it never serves one and crashes once per request (issue 23's 1.5 million
+/// crashes): not an overload but a service that is always down, refused at its table with
+/// what to write instead. A hold above zero or a queue threshold of 0 stays valid.
+#[test]
+fn a_crash_at_every_request_is_refused() {
+    let message = error_with(
+        "service_time = \"5ms\"",
+        "service_time = \"5ms\"\ncrash = { in_flight_above = 0, hold = \"0s\", restart_after = \"1us\" }",
+    );
+    assert_contains(
+        &message,
+        &[
+            "bad.toml:11:9:",
+            "crashes the service the instant it admits any request",
+            "outage = \"crash\"",
+        ],
+    );
+    for crash in [
+        "crash = { in_flight_above = 0, hold = \"1us\", restart_after = \"1us\" }",
+        "crash = { queue_above = 0, hold = \"0s\", restart_after = \"1us\" }",
+    ] {
+        let text = VALID.replacen(
+            "service_time = \"5ms\"",
+            &format!("service_time = \"5ms\"\n{crash}"),
+            1,
+        );
+        load_str(&text, "ok.toml", &[]).unwrap();
+    }
+}
