@@ -25,7 +25,7 @@ fn every_policy(c: &mut Criterion, group: &str, name: &str, overrides: &[Overrid
     group.sample_size(10);
     for policy in &scenario.policy {
         let model = Model::new(&scenario, policy);
-        let events = simulate(&model, &mut Quiet).events;
+        let events = simulate(&model, &mut Quiet).expect("time advances").events;
         group.throughput(Throughput::Elements(events));
         group.bench_function(policy.name.get_ref(), |bench| {
             bench.iter(|| simulate(&model, &mut Quiet))
@@ -47,7 +47,7 @@ fn together_scenario(c: &mut Criterion) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/bench/together.toml");
     let scenario = load(&path, &[]).expect("the bundled benchmark scenario is valid");
     let model = Model::new(&scenario, &scenario.policy[0]);
-    let events = simulate(&model, &mut Quiet).events;
+    let events = simulate(&model, &mut Quiet).expect("time advances").events;
     let mut group = c.benchmark_group("together");
     group.sample_size(10);
     group.throughput(Throughput::Elements(events));

@@ -102,6 +102,24 @@ impl ControlKind {
         }
     }
 
+    /// It can refuse a call's first send, which then ends at once without leaving the client:
+    /// the circuit breaker while open, adaptive throttling, and the AWS adaptive limiter when
+    /// its delay would pass the call's deadline.
+    pub fn refuses_locally(self) -> bool {
+        matches!(
+            self,
+            ControlKind::CircuitBreaker | ControlKind::SreThrottling | ControlKind::AwsAdaptive
+        )
+    }
+
+    /// It can refuse a retry (and never a first send), which then ends the call at once.
+    pub fn refuses_retries(self) -> bool {
+        matches!(
+            self,
+            ControlKind::RetryBudget | ControlKind::GrpcThrottling | ControlKind::AwsRetryQuota
+        )
+    }
+
     /// Its position in [`ControlKind::VETOING`].
     pub fn veto_index(self) -> usize {
         ControlKind::VETOING

@@ -62,6 +62,27 @@ impl Distribution {
         }
     }
 
+    /// The least the mean of many draws is likely to come to, in microseconds, for a bound on
+    /// how many draws fit in a time: the mean, but the median of a lognormal, whose mean rests
+    /// on rare large draws that a run may never make (with sigma 5 the median is 4 millionths
+    /// of the mean: a run of a million draws averages far below it).
+    pub fn least_mean_micros(&self) -> f64 {
+        match *self {
+            Distribution::Lognormal { mean, sigma } => {
+                mean.0 as f64 * libm::exp(-sigma * sigma / 2.0)
+            }
+            Distribution::LognormalQuantiles { median, .. } => median.0 as f64,
+            _ => self.mean_micros(),
+        }
+    }
+
+    /// Every draw is zero: a distribution of non-negative values whose mean is zero (a constant
+    /// `"0s"`, an exponential of mean 0, a uniform on 0..0). One that is only sometimes zero
+    /// after rounding (an exponential of mean 1 µs) is not.
+    pub fn is_certainly_zero(&self) -> bool {
+        self.mean_micros() == 0.0
+    }
+
     /// One draw, rounded to whole microseconds. A constant draws nothing from the stream.
     #[inline]
     pub fn sample(&self, stream: &mut Stream) -> Micros {

@@ -65,6 +65,14 @@
 //! Operations start until `duration`; operations in flight then run to their end (success, or
 //! the decision stops them, which the deadline guarantees), and the run stops when the last one
 //! ends. Requests still queued then, and downstream calls still out, are abandoned.
+//!
+//! Simulated time must advance for that. The one loop in the model is a closed-loop client's:
+//! its next operation starts when the previous one ends, plus a think time. Loading refuses a
+//! zero think time with operations that can certainly take no time
+//! ([`crate::scenario::instant_ends`]); what is left (draws that are zero only most of the time)
+//! is bounded here: a client that starts [`MAX_INSTANT_OPERATIONS`] operations in a row at one
+//! instant stops the run with [`Stalled`], an error that names the loop, before its timers fill
+//! the memory.
 
 mod arrivals;
 mod awaiting;
@@ -95,6 +103,40 @@ const PREFETCH_AHEAD: usize = 4;
 /// outage that refuses at once, hundreds of thousands of operations wait out their backoff
 /// with few attempts in flight, and a retry's send reads its operation's record.
 const PREFETCH_FROM: usize = 4096;
+
+/// The most operations one closed-loop client may start in a row at one instant, each ending
+/// where it started and followed by a think time of zero. A think time of 1 µs mean is zero
+/// after rounding 63% of the time, so with answers that take no time a run of 128 has a chance
+/// of 0.63^128 = 3e-26: a legitimate run never reaches it.
+pub const MAX_INSTANT_OPERATIONS: u16 = 128;
+
+/// A simulation stopped because simulated time stopped advancing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stalled {
+    /// The policy simulated (empty until the runner names it).
+    pub policy: String,
+    /// The closed-loop client that looped.
+    pub client: u32,
+    /// Operations it started in a row at that instant.
+    pub operations: u16,
+    /// The instant.
+    pub at: Micros,
+}
+
+impl std::fmt::Display for Stalled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "policy {:?}: simulated time stopped advancing at {}: client {} started {} operations in a row at that instant, each ending as it started and followed by a think time of zero, a closed loop that would never end; give think_time a mean above zero and answers that take time (a network latency, a service time)",
+            self.policy,
+            crate::time::Duration(self.at),
+            self.client,
+            self.operations
+        )
+    }
+}
+
+impl std::error::Error for Stalled {}
 
 /// How often, in events, the observer hears about progress.
 const PROGRESS_EVERY: u64 = 1 << 16;
@@ -150,8 +192,8 @@ impl Observer for Quiet {
     }
 }
 
-/// Simulates `model` and returns what was measured.
-pub fn simulate(model: &Model, observer: &mut impl Observer) -> Measurements {
+/// Simulates `model` and returns what was measured, or that simulated time stopped advancing.
+pub fn simulate(model: &Model, observer: &mut impl Observer) -> Result<Measurements, Stalled> {
     Engine::new(model, observer).run()
 }
 
@@ -159,8 +201,9 @@ pub fn simulate(model: &Model, observer: &mut impl Observer) -> Measurements {
 enum Event {
     /// The next open-loop operation starts, at this client.
     Arrival(u32),
-    /// A closed-loop client starts its next operation.
-    ClientReady(u32),
+    /// A closed-loop client starts its next operation: the client, and how many operations it
+    /// has started in a row at this instant before (see [`MAX_INSTANT_OPERATIONS`]).
+    ClientReady(u32, u16),
     /// An operation sends its next attempt.
     Send(Key),
     /// An attempt a client-side rate limiter held back goes out.
@@ -279,6 +322,9 @@ struct Operation {
     in_service: u16,
     /// The caller is asking the status endpoint rather than repeating the request.
     checking: bool,
+    /// A closed-loop user operation: how many its client started in a row at this instant
+    /// before it.
+    instant_streak: u16,
 }
 
 /// What a call needs only when controls, hedging or pushback are on: kept beside its
@@ -376,6 +422,7 @@ impl Operation {
             writes: 0,
             in_service: 0,
             checking: false,
+            instant_streak: 0,
         }
     }
 
@@ -501,6 +548,8 @@ struct Engine<'a, O: Observer> {
     next_attempt_number: u64,
     /// User operations started and not ended.
     unfinished: u64,
+    /// Simulated time stopped advancing: the run ends with this error.
+    stalled: Option<Stalled>,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -593,10 +642,11 @@ impl<'a, O: Observer> Engine<'a, O> {
             next_operation_id: 0,
             next_attempt_number: 0,
             unfinished: 0,
+            stalled: None,
         }
     }
 
-    fn run(mut self) -> Measurements {
+    fn run(mut self) -> Result<Measurements, Stalled> {
         self.start();
         while let Some((time, event)) = self.next_event() {
             self.now = time;
@@ -610,6 +660,9 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
             }
             self.handle(event);
+            if let Some(stalled) = self.stalled.take() {
+                return Err(stalled);
+            }
             if self.now >= self.model.duration && self.unfinished == 0 {
                 break;
             }
@@ -624,8 +677,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             .into_iter()
             .map(Service::into_counts)
             .collect();
-        self.recorder
-            .finish(services, usize::from(self.model.entry))
+        Ok(self
+            .recorder
+            .finish(services, usize::from(self.model.entry)))
     }
 
     /// The next event. Timers behind it in a lane whose attempts were answered in time are
@@ -665,7 +719,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     } else {
                         self.arrivals.exponential(think_mean_us) as Micros
                     };
-                    self.events.push(start, Event::ClientReady(client));
+                    self.events.push(start, Event::ClientReady(client, 0));
                 }
             }
         }
@@ -674,12 +728,12 @@ impl<'a, O: Observer> Engine<'a, O> {
     fn handle(&mut self, event: Event) {
         match event {
             Event::Arrival(client) => {
-                self.start_operation(client);
+                self.start_operation(client, 0);
                 self.schedule_next_arrival();
             }
-            Event::ClientReady(client) => {
+            Event::ClientReady(client, streak) => {
                 if self.now < self.model.duration {
-                    self.start_operation(client);
+                    self.start_operation(client, streak);
                 }
             }
             Event::Send(operation) => {
@@ -738,7 +792,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 self.operations.prefetch(key)
             }
             Event::Arrival(_)
-            | Event::ClientReady(_)
+            | Event::ClientReady(..)
             | Event::Capacity(_)
             | Event::RejectionWorkDone(_)
             | Event::CrashCheck(_)

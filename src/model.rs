@@ -425,7 +425,8 @@ impl Model {
             Workload::Closed => Arrivals::Closed {
                 think_mean_us: clients
                     .think_time
-                    .map_or(0.0, |think| think.micros() as f64),
+                    .as_ref()
+                    .map_or(0.0, |think| think.get_ref().micros() as f64),
                 together: clients.start == Start::Together,
             },
         };

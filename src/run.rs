@@ -8,7 +8,7 @@ use std::time::{Duration as WallDuration, Instant};
 
 use rayon::prelude::*;
 
-use crate::engine::{Observer, simulate};
+use crate::engine::{Observer, Stalled, simulate};
 use crate::metrics::{Measurements, ServiceSummary, Summary};
 use crate::model::Model;
 use crate::scenario::{Overrides, Policy, Scenario};
@@ -50,41 +50,55 @@ impl ScenarioRun {
     }
 }
 
-/// Simulates one model and summarises it.
-pub fn run_model(name: String, model: Model, observer: &mut impl Observer) -> PolicyRun {
+/// Simulates one model and summarises it; an error names the policy whose simulated time
+/// stopped advancing.
+pub fn run_model(
+    name: String,
+    model: Model,
+    observer: &mut impl Observer,
+) -> Result<PolicyRun, Stalled> {
     let started = Instant::now();
-    let measurements = simulate(&model, observer);
+    let measurements = simulate(&model, observer).map_err(|stalled| Stalled {
+        policy: name.clone(),
+        ..stalled
+    })?;
     let wall = started.elapsed();
-    PolicyRun {
+    Ok(PolicyRun {
         name,
         summary: measurements.summary(model.incident()),
         services: measurements.service_summaries(),
         measurements,
         model,
         wall,
-    }
+    })
 }
 
 /// Simulates every policy of `scenario`, each watched by its observer (one per policy, in
-/// order); the observers come back with the results.
+/// order); the observers come back with the results. An error is the first policy's, in the
+/// scenario's order, whose simulated time stopped advancing.
 pub fn run_scenario<O: Observer + Send>(
     scenario: &Scenario,
     observers: Vec<O>,
-) -> (ScenarioRun, Vec<O>) {
+) -> Result<(ScenarioRun, Vec<O>), Stalled> {
     assert_eq!(
         observers.len(),
         scenario.policy.len(),
         "one observer per policy"
     );
-    let (policies, observers): (Vec<PolicyRun>, Vec<O>) = scenario
+    let runs: Vec<Result<(PolicyRun, O), Stalled>> = scenario
         .policy
         .par_iter()
         .zip(observers)
         .map(|(policy, mut observer)| {
             let model = Model::new(scenario, policy);
-            let run = run_model(policy.name.get_ref().clone(), model, &mut observer);
-            (run, observer)
+            let run = run_model(policy.name.get_ref().clone(), model, &mut observer)?;
+            Ok((run, observer))
         })
+        .collect();
+    let (policies, observers): (Vec<PolicyRun>, Vec<O>) = runs
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
         .unzip();
     let as_written = Policy {
         overrides: Overrides::default(),
@@ -95,5 +109,5 @@ pub fn run_scenario<O: Observer + Send>(
         model: Model::new(scenario, &as_written),
         policies,
     };
-    (run, observers)
+    Ok((run, observers))
 }

@@ -17,6 +17,7 @@ mod load;
 mod overload;
 mod topology;
 mod validate;
+mod zero_time;
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -28,6 +29,7 @@ pub use overload::{
     QueueDiscipline, RejectionCost,
 };
 pub use validate::{check_policy_name, longest_operation};
+pub use zero_time::{instant_ends, least_operation_micros, refuses_locally};
 
 use crate::backoff::Jitter;
 use crate::distribution::Distribution;
@@ -185,7 +187,7 @@ pub struct Clients {
     pub load: Vec<CapacityPoint>,
     /// Closed workload: mean think time between operations (exponential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think_time: Option<Duration>,
+    pub think_time: Option<Spanned<Duration>>,
     /// Closed workload: `staggered` (default) starts each client after a think time;
     /// `together` starts every client at time zero, which synchronises them.
     #[serde(default)]

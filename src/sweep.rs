@@ -715,7 +715,14 @@ impl PreparedSweep {
                 let scenario = self.spec.scenario_for(point)?;
                 let mut model = Model::new(&scenario, &scenario.policy[0]);
                 model.seed = self.seeds[seed_index];
-                let run = run_model(String::new(), model, &mut Quiet);
+                let run = run_model(scenario.policy[0].name.get_ref().clone(), model, &mut Quiet)
+                    .map_err(|stalled| {
+                    SweepError::Definition(format!(
+                        "point {point} ({}), seed {}: {stalled}",
+                        self.spec.describe_point(point),
+                        self.seeds[seed_index]
+                    ))
+                })?;
                 done.fetch_add(1, Ordering::Relaxed);
                 Ok(ResultRow {
                     point,

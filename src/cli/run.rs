@@ -245,9 +245,12 @@ fn run_one(scenario: &Scenario, args: &RunArgs, mode: Mode) -> io::Result<usize>
     let observers: Vec<RunObserver> = (0..scenario.policy.len())
         .map(make_observer)
         .collect::<io::Result<_>>()?;
-    let (run, observers) = run_scenario(scenario, observers);
+    let outcome = run_scenario(scenario, observers);
     let wall = started.elapsed();
     progress.stop();
+    // Nothing is written of a run whose simulated time stopped: the staged folder goes.
+    let (run, observers) =
+        outcome.map_err(|stalled| io::Error::other(format!("{}: {stalled}", scenario.name)))?;
 
     for artifact in ARTIFACTS.iter().filter(|artifact| (artifact.written)(&run)) {
         staged.write(artifact.name, &(artifact.render)(&run))?;

@@ -4,8 +4,8 @@
 //! ([`Engine::finish`]).
 
 use super::{
-    Attempt, AttemptRecord, DownstreamCall, Engine, Event, LastRetry, Observer, Operation, Reply,
-    Stage,
+    Attempt, AttemptRecord, DownstreamCall, Engine, Event, LastRetry, MAX_INSTANT_OPERATIONS,
+    Observer, Operation, Reply, Stage, Stalled,
 };
 use crate::control::{AttemptEnd, CallEnd, ControlSet};
 use crate::decision::{Decision, RetryInput, StopReason, plan_retry};
@@ -43,8 +43,9 @@ impl<O: Observer> Engine<'_, O> {
         }
     }
 
-    /// A user client starts an operation.
-    pub(super) fn start_operation(&mut self, client: u32) {
+    /// A user client starts an operation, the `streak`-th it starts in a row at this instant
+    /// (closed loop; 0 for an open loop's).
+    pub(super) fn start_operation(&mut self, client: u32, streak: u16) {
         let endpoints = &self.model.users.endpoints;
         let total = endpoints
             .last()
@@ -62,14 +63,10 @@ impl<O: Observer> Engine<'_, O> {
             Deadline::Budget(budget) => self.now + budget,
             Deadline::Propagate | Deadline::PropagateAtMost(_) | Deadline::Unbounded => NO_DEADLINE,
         };
-        let key = self.operations.insert(Operation::new(
-            id,
-            client,
-            endpoint as u16,
-            false,
-            self.now,
-            deadline,
-        ));
+        let key = self.operations.insert(Operation {
+            instant_streak: streak,
+            ..Operation::new(id, client, endpoint as u16, false, self.now, deadline)
+        });
         self.call_created(key);
         if !self.user_controls.is_empty() {
             self.user_controls.call_started(self.now, client);
@@ -664,8 +661,22 @@ impl<O: Observer> Engine<'_, O> {
                 self.unfinished -= 1;
                 if let Arrivals::Closed { think_mean_us, .. } = self.model.users.workload {
                     let think = self.arrivals.exponential(think_mean_us) as Micros;
+                    let operation = self.operations.get(key).expect("live operation");
+                    let streak = if think == 0 && operation.start == self.now {
+                        operation.instant_streak + 1
+                    } else {
+                        0
+                    };
+                    if streak >= MAX_INSTANT_OPERATIONS {
+                        self.stalled = Some(Stalled {
+                            policy: String::new(),
+                            client,
+                            operations: streak,
+                            at: self.now,
+                        });
+                    }
                     self.events
-                        .push(self.now + think, Event::ClientReady(client));
+                        .push(self.now + think, Event::ClientReady(client, streak));
                 }
             }
             Some(call) => self.call_returned(call, succeeded),

@@ -93,6 +93,7 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     validate_topology(scenario, duration_span.clone())?;
     validate_services(scenario)?;
     validate_policies(scenario)?;
+    validate_time_advances(scenario)?;
     validate_drain(scenario, bucket_span)?;
     validate_incident(scenario)?;
     validate_claims(scenario)
@@ -284,6 +285,42 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
         return Err((
             span_of(&last.weight, last.name.span()),
             "the operations' weights sum to zero; at least one must be above zero".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// A closed loop whose think time is zero must not have operations that can end at the
+/// instant they start: its clients would start operations at one instant forever
+/// ([`super::zero_time`]).
+fn validate_time_advances(scenario: &Scenario) -> Result<(), Problem> {
+    let clients = &scenario.clients;
+    let Some(think) = clients
+        .think_time
+        .as_ref()
+        .filter(|think| think.get_ref().micros() == 0)
+    else {
+        return Ok(());
+    };
+    for policy in &scenario.policy {
+        let ends = super::instant_ends(scenario, policy);
+        if ends.is_empty() {
+            continue;
+        }
+        let local = ends.iter().any(|end| end.contains("control refuses"));
+        return Err((
+            span_of(think, span_of(&clients.workload, clients.count.span())),
+            format!(
+                "think_time = {} with operations of policy {:?} that can end at the instant they start makes a closed loop that never lets simulated time advance (each client would start operations at one instant forever): {}; give think_time a mean above zero (as \"1ms\"){}",
+                think.get_ref(),
+                policy.name.get_ref(),
+                ends.join("; "),
+                if local {
+                    ", or no control that refuses calls locally"
+                } else {
+                    ", or network.latency a value above zero"
+                }
+            ),
         ));
     }
     Ok(())

@@ -53,7 +53,7 @@ fn the_aws_backoff_simulation_is_reproduced() {
         for seed in 1..=runs {
             let mut model = Model::new(&scenario, policy);
             model.seed = seed;
-            let measurements = simulate(&model, &mut Quiet);
+            let measurements = simulate(&model, &mut Quiet).expect("time advances");
             assert_eq!(measurements.operations, 100);
             let attempts: u64 = measurements.buckets.iter().map(|b| b.attempts).sum();
             let succeeded: u64 = measurements.buckets.iter().map(|b| b.succeeded).sum();

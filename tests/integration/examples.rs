@@ -87,7 +87,7 @@ fn estimate_brackets_the_events(scenario: &Path, stdout: &str) {
             .parse()
             .unwrap();
         assert!(
-            events >= 0.7 * cost.fewest_events && events <= cost.most_events,
+            events >= cost.fewest_events && events <= cost.most_events,
             "{} {:?}: {events} events, estimated {} to {}",
             loaded.name,
             policy.name.get_ref(),

@@ -23,6 +23,7 @@ mod scenario_errors;
 mod support;
 mod sweep_command;
 mod tier_policies;
+mod time_advances;
 mod topologies;
 mod topology_errors;
 mod upstream_behaviours;

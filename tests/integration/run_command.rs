@@ -242,12 +242,15 @@ fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
             "ok: scenarios/retry-layers.toml (retry-layers, 3 policies; clients -> edge; edge -> api; api -> db)"
         )
     );
-    // 90,000 operations a policy, three requests each (edge, api, db), 4 events a request; with
-    // every send allowed, 2 client sends of 1 + 4 * (1 + 4) requests where the tiers retry
-    // (two policies) and 2 of 3 where they do not: 90,000 * 4 * (42 + 6 + 42) = 32.4 million.
+    // 90,000 operations a policy; at least 3 events each (the edge refuses at once) for the
+    // fewest arrivals, 782,361 in all; with every send allowed, 2 client sends of
+    // 1 + 4 * (1 + 4) requests where the tiers retry (two policies) and 2 of 3 where they do
+    // not, 10 events a request at most, for the most arrivals: 84.1 million.
     assert!(
-        lines.next().is_some_and(|line| line
-            .starts_with("  cost: 270,000 operations, 3.2 million to 32.4 million events")),
+        lines
+            .next()
+            .is_some_and(|line| line
+                .starts_with("  cost: 270,000 operations, 782,361 to 84.1 million events")),
         "{stdout}"
     );
 }
@@ -488,7 +491,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     let output = retrystorm(&check);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("cost: 18.0 billion operations, 72.0 billion to 288.0 billion events"),
+        stdout.contains("cost: 18.0 billion operations, 53.9 billion to 738.8 billion events"),
         "{stdout}"
     );
 
@@ -503,7 +506,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     for expected in [
-        "scenarios/bench/large.toml: this would take at least 72.0 billion events, more than the limit of 10.0 billion",
+        "scenarios/bench/large.toml: this would take at least 53.9 billion events, more than the limit of 10.0 billion",
         "estimate: 18.0 billion operations",
         "--no-cost-limit",
     ] {
@@ -525,7 +528,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     ]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("at least 48.5 billion events"), "{stderr}");
+    assert!(stderr.contains("at least 36.2 billion events"), "{stderr}");
     assert!(!out.exists());
 }
 

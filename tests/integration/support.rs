@@ -29,13 +29,16 @@ pub fn scenario(text: &str) -> Scenario {
 /// Runs every policy without observers.
 pub fn run(scenario: &Scenario) -> ScenarioRun {
     let observers = vec![Collector::default(); scenario.policy.len()];
-    run_scenario(scenario, observers).0
+    run_scenario(scenario, observers)
+        .unwrap_or_else(|stalled| panic!("{stalled}"))
+        .0
 }
 
 /// Runs every policy and keeps every attempt record.
 pub fn run_traced(scenario: &Scenario) -> (ScenarioRun, Vec<Vec<AttemptRecord>>) {
     let observers = vec![Collector::default(); scenario.policy.len()];
-    let (run, observers) = run_scenario(scenario, observers);
+    let (run, observers) =
+        run_scenario(scenario, observers).unwrap_or_else(|stalled| panic!("{stalled}"));
     (
         run,
         observers
