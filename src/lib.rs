@@ -26,6 +26,7 @@
 //! ```
 
 pub mod backoff;
+pub mod bounded_file;
 pub mod capacity;
 pub mod charts;
 pub mod claims;
@@ -34,6 +35,7 @@ pub mod cost;
 pub mod decide;
 pub mod decision;
 pub mod distribution;
+pub mod echo;
 pub mod engine;
 pub mod event_queue;
 pub mod histogram;

@@ -22,7 +22,10 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use controls::ControlSpec;
-pub use load::{Override, ScenarioError, load, load_str};
+pub use load::{
+    ConfigFiles, ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,
+    check_resolved_fits, load, load_str, load_with_configs, read_scenario_text,
+};
 pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
     QueueDiscipline, RejectionCost,

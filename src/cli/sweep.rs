@@ -1,6 +1,5 @@
 //! `retrystorm sweep` and `retrystorm merge`.
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -11,10 +10,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
-use super::run::within_cost_limit;
+use super::run::{commit, within_cost_limit};
 use retrystorm::charts::Format;
 use retrystorm::output::staging::StagedFolder;
-use retrystorm::scenario::{Override, load_str};
+use retrystorm::scenario::{Override, check_resolved_fits, load_str, read_scenario_text};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
 
@@ -97,11 +96,13 @@ fn fail(message: impl std::fmt::Display) -> io::Result<ExitCode> {
 /// Validates the whole grid, runs it (or one shard of it) and writes the results.
 pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     let path = args.scenario.display().to_string();
-    let text = match fs::read_to_string(&args.scenario) {
+    let text = match read_scenario_text(&args.scenario) {
         Ok(text) => text,
-        Err(error) => return fail(format!("{path}: cannot read the scenario: {error}")),
+        Err(error) => return fail(error),
     };
-    let base = match load_str(&text, &path, &args.set) {
+    let base = match load_str(&text, &path, &args.set)
+        .and_then(|base| check_resolved_fits(&base, &path).map(|()| base))
+    {
         Ok(base) => base,
         Err(error) => return fail(error),
     };
@@ -123,8 +124,9 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         requirements: args.require.clone(),
         minimize: args.minimize.clone(),
         maximize: args.maximize.clone(),
+        configs: Default::default(),
     };
-    let prepared = match spec.prepare() {
+    let prepared = match spec.prepare_reading_configs() {
         Ok(prepared) => prepared,
         Err(error) => return fail(error),
     };
@@ -241,7 +243,7 @@ fn write_all(folder: &Path, mark: &'static str, files: &[OutputFile]) -> io::Res
     for (name, bytes) in files {
         staged.write(name, bytes)?;
     }
-    staged.commit()
+    commit(staged)
 }
 
 /// Progress on stderr: a bar with an estimate on a terminal, a line every few seconds

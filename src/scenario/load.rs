@@ -18,6 +18,7 @@ use super::incident::resolve_incident;
 use super::topology::resolve_defaults;
 use super::validate::validate;
 use super::{DEFAULT_POLICY_NAME, Overrides, Scenario};
+use crate::bounded_file::{BoundedReadError, byte_size, read_bounded_file};
 use crate::suggest::did_you_mean;
 
 /// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
@@ -119,10 +120,44 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 /// The largest scenario file read: a scenario is a few kilobytes, and `/dev/zero` never ends.
+/// The resolved scenario a run writes is held to it too ([`check_resolved_fits`]), so that
+/// every scenario accepted reloads from its resolved form.
 pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Reads, overrides and validates the scenario file at `path`.
+/// The first line of the resolved `scenario.toml` a run writes.
+pub const RESOLVED_HEADER: &str =
+    "# The scenario exactly as simulated: every default written out.\n";
+
+/// Where the configs a scenario's `import`s name are read from. A run reads the files
+/// ([`ConfigFiles`]); a sweep reads each once and keeps its text, so that every point, every
+/// shard and `merge` see the same bytes, and `merge` reads no path a shard names.
+pub trait ConfigSource: Sync {
+    /// The text of the config at `path` (the scenario's folder joined with the `import`).
+    fn text(&self, path: &Path) -> Result<String, crate::import::ImportError>;
+}
+
+/// The config files themselves, read as `import` files are ([`crate::import::read_config`]).
+pub struct ConfigFiles;
+
+impl ConfigSource for ConfigFiles {
+    fn text(&self, path: &Path) -> Result<String, crate::import::ImportError> {
+        crate::import::read_config(path)
+    }
+}
+
+/// Reads, overrides and validates the scenario file at `path`, and checks that its resolved
+/// form would reload ([`check_resolved_fits`]).
 pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
+    let label = path.display().to_string();
+    let text = read_scenario_text(path)?;
+    let scenario = load_str(&text, &label, overrides)?;
+    check_resolved_fits(&scenario, &label)?;
+    Ok(scenario)
+}
+
+/// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
+/// UTF-8; the error points at the first byte that is not.
+pub fn read_scenario_text(path: &Path) -> Result<String, ScenarioError> {
     let label = path.display().to_string();
     let whole_file = |message: String| ScenarioError {
         location: Location::WholeFile {
@@ -130,20 +165,14 @@ pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioErr
         },
         message,
     };
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| {
-            use std::io::Read;
-            file.take(MAX_SCENARIO_BYTES + 1).read_to_end(&mut bytes)
-        })
-        .map_err(|error| whole_file(format!("cannot read the scenario: {error}")))?;
-    if bytes.len() as u64 > MAX_SCENARIO_BYTES {
-        return Err(whole_file(format!(
-            "larger than {} MiB; a scenario is a TOML file of a few kilobytes",
-            MAX_SCENARIO_BYTES / (1024 * 1024)
-        )));
-    }
-    let text = String::from_utf8(bytes).map_err(|error| {
+    let bytes = read_bounded_file(path, MAX_SCENARIO_BYTES).map_err(|error| match error {
+        BoundedReadError::TooLarge { limit } => whole_file(format!(
+            "larger than {}; a scenario is a TOML file of a few kilobytes",
+            byte_size(limit)
+        )),
+        error => whole_file(format!("cannot read the scenario: {error}")),
+    })?;
+    String::from_utf8(bytes).map_err(|error| {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
         let line_start = valid
@@ -162,17 +191,47 @@ pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioErr
             },
             message: "not UTF-8 text: a scenario is a TOML file".into(),
         }
-    })?;
-    load_str(&text, &label, overrides)
+    })
 }
 
-/// Like [`load`], with the file's text given; `label` names it in errors.
+/// Refuses a scenario whose resolved form (the `scenario.toml` a run writes, every default
+/// written out) is over [`MAX_SCENARIO_BYTES`]: it could not be read back, though a resolved
+/// scenario is meant to reload and run the same. Resolving can triple a file (a capacity curve
+/// of 200,000 points, 3.3 MB, resolves to 10 MB), so the size is that of the resolution itself.
+pub fn check_resolved_fits(scenario: &Scenario, label: &str) -> Result<(), ScenarioError> {
+    let resolved = RESOLVED_HEADER.len() + scenario.to_resolved_toml().len();
+    if resolved as u64 > MAX_SCENARIO_BYTES {
+        return Err(ScenarioError {
+            location: Location::WholeFile {
+                path: label.to_string(),
+            },
+            message: format!(
+                "its resolved form (the scenario.toml a run writes, every default written out) would be {resolved} bytes, larger than the {} a scenario may be, so it could not be read back; make the scenario smaller (fewer capacity points, operations, services or policies)",
+                byte_size(MAX_SCENARIO_BYTES)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Like [`load`], with the file's text given; `label` names it in errors, and its folder is
+/// where `import`s are read from. The resolved form is not checked.
 pub fn load_str(
     text: &str,
     label: &str,
     overrides: &[Override],
 ) -> Result<Scenario, ScenarioError> {
-    let source = Source::new(text, label, overrides)?;
+    load_with_configs(text, label, overrides, &ConfigFiles)
+}
+
+/// Like [`load_str`], with the configs that `import`s name read from `configs`.
+pub fn load_with_configs(
+    text: &str,
+    label: &str,
+    overrides: &[Override],
+    configs: &dyn ConfigSource,
+) -> Result<Scenario, ScenarioError> {
+    let source = Source::new(text, label, overrides, configs)?;
     let mut scenario = source.read()?;
     scenario.header = header_comment(text);
     scenario.command_line_changes = overrides
@@ -247,7 +306,9 @@ pub(super) fn apply_overrides(
         });
     }
     let text = scenario.to_resolved_toml();
-    let source = Source::new(&text, "overrides", &list).map_err(|error| error.message)?;
+    // The resolved text has no `import` left: its configs were applied.
+    let source =
+        Source::new(&text, "overrides", &list, &ConfigFiles).map_err(|error| error.message)?;
     source.read().map_err(|error| match error.location {
         Location::Override { text, .. } => format!("{text}: {}", error.message),
         _ => error.message,
@@ -258,6 +319,7 @@ pub(super) fn apply_overrides(
 struct Source<'a> {
     label: &'a str,
     overrides: &'a [Override],
+    configs: &'a dyn ConfigSource,
     edited: String,
     /// For each line of `edited`: its line in the file (0-based), or `None` if an override
     /// wrote it.
@@ -269,10 +331,12 @@ impl<'a> Source<'a> {
         text: &'a str,
         label: &'a str,
         overrides: &'a [Override],
+        configs: &'a dyn ConfigSource,
     ) -> Result<Self, ScenarioError> {
         let plain = |edited: String, origin| Source {
             label,
             overrides,
+            configs,
             edited,
             origin,
         };
@@ -396,7 +460,8 @@ impl<'a> Source<'a> {
         Ok(())
     }
 
-    /// Reads the config an `import` names, relative to the scenario file.
+    /// Reads the config an `import` names, relative to the scenario file, from the source of
+    /// configs.
     fn import_config(
         &self,
         import: &toml::Spanned<String>,
@@ -404,7 +469,11 @@ impl<'a> Source<'a> {
     ) -> Result<crate::import::Imported, ScenarioError> {
         let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
         let path = folder.join(import.get_ref());
-        crate::import::import_file(&path, method.as_deref()).map_err(|error| {
+        let imported = self
+            .configs
+            .text(&path)
+            .and_then(|text| crate::import::import_text_of(&path, &text, method.as_deref()));
+        imported.map_err(|error| {
             self.error_at(
                 import.span(),
                 &format!("import {:?}: {error}", import.get_ref()),
