@@ -30,6 +30,7 @@ fn finalize_sweep(c: &mut Criterion) {
         requirements: vec!["success_rate>=0.5".into()],
         minimize: Some("p99_ms".into()),
         maximize: None,
+        configs: Default::default(),
     };
     let prepared = spec.prepare().expect("a valid sweep");
     let rows: Vec<ResultRow> = (0..prepared.costs.len())

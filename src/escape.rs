@@ -1,4 +1,5 @@
-//! Control characters in text the program prints: never sent raw to a terminal.
+//! User text in what the program prints: control characters never sent raw to a terminal, and
+//! long text cut to a length a terminal shows.
 //!
 //! Errors echo what the user wrote (a field path of an imported config, a key, a file name), and
 //! a key containing `ESC[2J` would clear the terminal, one containing a newline would print a
@@ -10,6 +11,11 @@
 //!   the newlines that are the message's own line breaks.
 //! - [`user_text`] is applied where user text is quoted into a message, and escapes newlines
 //!   too, so that quoted text can never start a line of its own.
+//!
+//! A message may also quote a field of a file the user gave (a value of a shard's
+//! `results.csv`, a path of a manifest); a field of 20 MB quoted whole floods the terminal and
+//! hides the message. Such quotes go through [`excerpt`] or [`quoted`], which keep the first
+//! [`EXCERPT_CHARS`] characters and say how long the whole was.
 
 use std::borrow::Cow;
 
@@ -38,6 +44,36 @@ fn escape(text: &str, escaped: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// At most this many characters of a user's text in a message.
+pub const EXCERPT_CHARS: usize = 80;
+
+/// `text` cut after [`EXCERPT_CHARS`] characters, and its length in bytes if it was cut.
+fn cut(text: &str) -> (&str, Option<usize>) {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => (text, None),
+        Some((end, _)) => (&text[..end], Some(text.len())),
+    }
+}
+
+/// `text` as it is (control characters escaped, as [`user_text`]) if it has at most
+/// [`EXCERPT_CHARS`] characters, else its first [`EXCERPT_CHARS`] followed by `… (N bytes)`,
+/// N the length of the whole.
+pub fn excerpt(text: &str) -> String {
+    match cut(text) {
+        (kept, None) => user_text(kept).into_owned(),
+        (kept, Some(length)) => format!("{}… ({length} bytes)", user_text(kept)),
+    }
+}
+
+/// [`excerpt`] in quotes, as `{:?}` quotes a string (control characters escaped); the length
+/// of a text that was cut follows the closing quote: `"xxx…"… (20000000 bytes)`.
+pub fn quoted(text: &str) -> String {
+    match cut(text) {
+        (kept, None) => format!("{kept:?}"),
+        (kept, Some(length)) => format!("{kept:?}… ({length} bytes)"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -50,5 +86,20 @@ mod tests {
         assert_eq!(user_text("x\nretrystorm: ok\r"), "x\\nretrystorm: ok\\r");
         assert_eq!(user_text("émoji ✓"), "émoji ✓");
         assert!(matches!(terminal("plain"), Cow::Borrowed(_)));
+    }
+
+    /// A 20 MB text is cut to 80 characters and its length said; a text of 80 characters,
+    /// multi-byte ones included, is kept whole; an excerpt shows control characters escaped.
+    #[test]
+    fn long_text_is_cut_and_its_length_given() {
+        assert_eq!(excerpt("short"), "short");
+        assert_eq!(excerpt("a\u{1b}[2J"), "a\\u{1b}[2J");
+        assert_eq!(quoted("a\"b"), r#""a\"b""#);
+        let exact = "é".repeat(EXCERPT_CHARS);
+        assert_eq!(excerpt(&exact), exact);
+        let long = "x".repeat(20_000_000);
+        let kept = "x".repeat(EXCERPT_CHARS);
+        assert_eq!(excerpt(&long), format!("{kept}… (20000000 bytes)"));
+        assert_eq!(quoted(&long), format!("\"{kept}\"… (20000000 bytes)"));
     }
 }

@@ -106,18 +106,39 @@ pub const MAX_CONFIG_BYTES: u64 = crate::scenario::MAX_SCENARIO_BYTES;
 /// service config if it has `methodConfig` or `retryThrottling`, an Envoy retry policy if it
 /// has `retry_policy`. `method` chooses among several `methodConfig` entries.
 pub fn import_file(path: &Path, method: Option<&str>) -> Result<Imported, ImportError> {
-    let file = path.display().to_string();
-    let text =
-        crate::text_file::read_text(path, MAX_CONFIG_BYTES).map_err(|error| ImportError {
-            file: file.clone(),
-            field: String::new(),
-            message: format!("cannot read the config: {error}"),
-        })?;
+    import_text_of(path, &read_config(path)?, method)
+}
+
+/// The text of the config at `path`: a regular file of at most [`MAX_CONFIG_BYTES`], UTF-8.
+pub fn read_config(path: &Path) -> Result<String, ImportError> {
+    let error = |message: String| ImportError {
+        file: path.display().to_string(),
+        field: String::new(),
+        message,
+    };
+    crate::text_file::read_text(path, MAX_CONFIG_BYTES).map_err(|why| match why {
+        crate::text_file::TextFileError::TooLarge(_) => error(format!(
+            "cannot read the config: {why}; a config is a few kilobytes"
+        )),
+        why => error(format!("cannot read the config: {why}")),
+    })
+}
+
+/// Imports `text`, the config that was read from `path` (JSON, or YAML for `.yaml`/`.yml`);
+/// `path` names it in errors and is not read.
+pub fn import_text_of(
+    path: &Path,
+    text: &str,
+    method: Option<&str>,
+) -> Result<Imported, ImportError> {
     let yaml = matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")
     );
-    import_str(&text, yaml, method).map_err(|error| ImportError { file, ..error })
+    import_str(text, yaml, method).map_err(|error| ImportError {
+        file: path.display().to_string(),
+        ..error
+    })
 }
 
 /// Imports a config given as text; `yaml` says how to read it.

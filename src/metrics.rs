@@ -29,6 +29,11 @@ pub use summary::{
 const BUCKET_PRECISION: u32 = 7;
 /// Bins per power of two of the whole-run latency histogram (0.05% error).
 const TOTAL_PRECISION: u32 = 10;
+/// How far above the slowest operation (`max_ms`) a percentile of the run (`p50_ms`, `p99_ms`)
+/// can be, as a fraction of it: a percentile is read at its bin's midpoint, less than half a bin
+/// above the bin's lowest value, and a bin is at most `1/2^TOTAL_PRECISION` of its lowest value
+/// wide (see [`crate::histogram`]).
+pub const PERCENTILE_EXCESS: f64 = 1.0 / (1u64 << (TOTAL_PRECISION + 1)) as f64;
 
 /// Counts of one time bucket, as the user clients saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]

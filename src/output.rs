@@ -386,7 +386,7 @@ fn json_value(unit: Unit, value: f64) -> Value {
 
 /// The scenario as simulated, with every default written out.
 pub fn resolved_scenario(run: &ScenarioRun) -> Vec<u8> {
-    let header = "# The scenario exactly as simulated: every default written out.\n";
+    let header = crate::scenario::RESOLVED_HEADER;
     format!("{header}{}", run.scenario.to_resolved_toml()).into_bytes()
 }
 

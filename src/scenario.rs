@@ -23,7 +23,10 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 pub use controls::ControlSpec;
-pub use load::{MAX_SCENARIO_BYTES, Override, ScenarioError, load, load_str, read_scenario};
+pub use load::{
+    ConfigFiles, ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,
+    check_resolved_fits, load, load_str, load_with_configs, read_scenario,
+};
 pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
     QueueDiscipline, RejectionCost,

@@ -19,19 +19,23 @@ pub mod recommendation;
 pub mod report;
 pub mod requirement;
 
+use std::collections::BTreeMap;
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::engine::Quiet;
+use crate::import::{ImportError, read_config};
 use crate::metrics::{Better, METRICS, NamedMetric};
 use crate::model::Model;
 use crate::run::run_model;
-use crate::scenario::{Override, Scenario, ScenarioError, load_str};
+use crate::scenario::{ConfigSource, Override, Scenario, ScenarioError, load_with_configs};
 use crate::time::Duration;
 
 pub use crate::metrics::parse_metric;
@@ -100,11 +104,19 @@ impl Axis {
     }
 }
 
-/// `A..B` or `A..=B`, both inclusive; `None` if `text` is not a range at all.
+/// `A..B` or `A..=B`, both inclusive; `None` if `text` is not a range at all. Only text whose
+/// two sides are both numbers or durations is a range (`2..6`, and `1.5..3` or `1s..3s`, which
+/// are refused as not integer ranges); anything else with `..` in it is a list of values, as
+/// `../a.json,b.json`, a path up one folder.
 fn integer_range(text: &str) -> Option<Result<Vec<String>, String>> {
     let (low, high) = text.split_once("..")?;
     let high = high.strip_prefix('=').unwrap_or(high);
-    let (Ok(low), Ok(high)) = (low.trim().parse::<i64>(), high.trim().parse::<i64>()) else {
+    let (low, high) = (low.trim(), high.trim());
+    let number = |side: &str| side.parse::<f64>().is_ok() || side.parse::<Duration>().is_ok();
+    if !(number(low) && number(high)) {
+        return None;
+    }
+    let (Ok(low), Ok(high)) = (low.parse::<i64>(), high.parse::<i64>()) else {
         return Some(Err(format!(
             "{text:?} is not an integer range; write for example 2..6 (2 to 6 inclusive)"
         )));
@@ -203,7 +215,54 @@ pub struct SweepSpec {
     /// there is none, which keeps the manifests of sweeps without it as they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maximize: Option<String>,
+    /// The text of every config that an `import` of the scenario or of a point names, by the
+    /// path it was read at (the scenario's folder joined with the `import`), each read once
+    /// when the sweep was prepared ([`SweepSpec::prepare_reading_configs`]): every point, every
+    /// shard and `merge` build the scenario from these texts, so that shards run against
+    /// different files cannot merge, and `merge` reads no path a shard names. Left out of
+    /// `sweep.json` when there are none, which keeps the manifests of sweeps without imports
+    /// as they were.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub configs: BTreeMap<String, String>,
 }
+
+/// The configs a sweep's scenarios import: the texts the sweep pinned, and, only while the sweep
+/// is prepared from the files, those files, each read once and then pinned.
+struct SweepConfigs<'a> {
+    pinned: &'a BTreeMap<String, String>,
+    /// The configs read so far while preparing; `None` once prepared (running, merging).
+    reading: Option<&'a Mutex<BTreeMap<String, String>>>,
+}
+
+impl ConfigSource for SweepConfigs<'_> {
+    fn text(&self, path: &Path) -> Result<String, ImportError> {
+        let key = path.display().to_string();
+        if let Some(text) = self.pinned.get(&key) {
+            return Ok(text.clone());
+        }
+        let Some(reading) = self.reading else {
+            return Err(ImportError {
+                file: key,
+                field: String::new(),
+                message: "this sweep's sweep.json does not hold the config (a sweep keeps every config it imports, and merge reads no file a shard names); the shard was written by an older retrystorm or edited: run it again".into(),
+            });
+        };
+        // Read under the lock, so that every point sees the one text read.
+        let mut read = reading.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(text) = read.get(&key) {
+            return Ok(text.clone());
+        }
+        let text = read_config(path)?;
+        read.insert(key, text.clone());
+        Ok(text)
+    }
+}
+
+/// The most bytes a shard's `sweep.json` may have: what a sweep writes is held to it when the
+/// sweep is prepared ([`SweepSpec::prepare_reading_configs`]), and `merge` reads no more. A
+/// scenario (at most 4 MiB, up to twice that written as JSON) and the few configs it imports
+/// fit with room to spare.
+pub const MAX_MANIFEST_BYTES: u64 = 32 * 1024 * 1024;
 
 /// Why a sweep cannot start.
 #[derive(Debug, Clone, PartialEq)]
@@ -399,26 +458,46 @@ impl SweepSpec {
 
     /// The scenario with the fixed `--set` values and none of the grid's.
     fn base_scenario(&self) -> Result<Scenario, SweepError> {
-        load_str(
+        self.load(None, None).map_err(SweepError::Scenario)
+    }
+
+    /// The scenario with the fixed `--set` values and, for a point, its grid values, its
+    /// configs from the pinned texts and, while preparing, from the files (`reading`).
+    fn load(
+        &self,
+        point: Option<usize>,
+        reading: Option<&Mutex<BTreeMap<String, String>>>,
+    ) -> Result<Scenario, ScenarioError> {
+        let configs = SweepConfigs {
+            pinned: &self.configs,
+            reading,
+        };
+        load_with_configs(
             &self.scenario_text,
             &self.scenario_path,
-            &self.overrides(None),
+            &self.overrides(point),
+            &configs,
         )
-        .map_err(SweepError::Scenario)
     }
 
     /// The scenario of a point, reduced to the tuned policy.
     pub fn scenario_for(&self, point: usize) -> Result<Scenario, SweepError> {
-        let mut scenario = load_str(
-            &self.scenario_text,
-            &self.scenario_path,
-            &self.overrides(Some(point)),
-        )
-        .map_err(|error| SweepError::Point {
-            point,
-            values: self.describe_point(point),
-            error,
-        })?;
+        self.point_scenario(point, None)
+    }
+
+    /// [`SweepSpec::scenario_for`], reading configs not yet pinned from `reading`'s files.
+    fn point_scenario(
+        &self,
+        point: usize,
+        reading: Option<&Mutex<BTreeMap<String, String>>>,
+    ) -> Result<Scenario, SweepError> {
+        let mut scenario = self
+            .load(Some(point), reading)
+            .map_err(|error| SweepError::Point {
+                point,
+                values: self.describe_point(point),
+                error,
+            })?;
         scenario
             .policy
             .retain(|policy| *policy.name.get_ref() == self.policy);
@@ -437,8 +516,40 @@ impl SweepSpec {
         Ok(scenario)
     }
 
-    /// Builds and validates every point, before anything runs.
+    /// Builds and validates every point, before anything runs, from the configs the sweep
+    /// pinned, reading no file (`merge` prepares a shard's sweep so).
     pub fn prepare(self) -> Result<PreparedSweep, SweepError> {
+        self.prepare_with(None)
+    }
+
+    /// [`SweepSpec::prepare`] for a new sweep: the configs its `import`s name are read from
+    /// their files, each once, and pinned in the sweep ([`SweepSpec::configs`]); refused if its
+    /// `sweep.json` would be over [`MAX_MANIFEST_BYTES`].
+    pub fn prepare_reading_configs(self) -> Result<PreparedSweep, SweepError> {
+        let reading = Mutex::new(BTreeMap::new());
+        let mut prepared = self.prepare_with(Some(&reading))?;
+        let read = reading.into_inner().unwrap_or_else(PoisonError::into_inner);
+        prepared.spec.configs.extend(read);
+        let manifest = report::manifest_bytes(&prepared).len() as u64;
+        if manifest > MAX_MANIFEST_BYTES {
+            return Err(SweepError::Definition(format!(
+                "the sweep's sweep.json would be {manifest} bytes (the scenario, {} bytes of the configs it imports, and the grid), more than the {} merge reads; sweep a smaller grid, or fewer or smaller configs",
+                prepared
+                    .spec
+                    .configs
+                    .values()
+                    .map(String::len)
+                    .sum::<usize>(),
+                crate::text_file::byte_size(MAX_MANIFEST_BYTES)
+            )));
+        }
+        Ok(prepared)
+    }
+
+    fn prepare_with(
+        self,
+        reading: Option<&Mutex<BTreeMap<String, String>>>,
+    ) -> Result<PreparedSweep, SweepError> {
         let definition = |message: String| SweepError::Definition(message);
         if self.axes.is_empty() {
             return Err(definition(
@@ -484,7 +595,7 @@ impl SweepSpec {
                     .map_err(|error| definition(format!("--require: {error}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let base = self.base_scenario()?;
+        let base = self.load(None, reading).map_err(SweepError::Scenario)?;
         let services = service_names(&base);
         for (requirement, text) in requirements.iter().zip(&self.requirements) {
             NamedMetric::resolve(&requirement.metric, &services)
@@ -528,7 +639,7 @@ impl SweepSpec {
         let built: Vec<Result<PolicyCost, SweepError>> = (0..self.point_count())
             .into_par_iter()
             .map(|point| {
-                let scenario = self.scenario_for(point)?;
+                let scenario = self.point_scenario(point, reading)?;
                 // Every point has the base's services, so that its rows have the same columns.
                 if service_names(&scenario) != services {
                     return Err(definition(format!(
@@ -703,8 +814,8 @@ pub struct ResultRow {
 impl PreparedSweep {
     /// Runs the (point, seed) simulations of `shard`, in parallel; `done` counts finished
     /// simulations, for a progress bar. Rows come back ordered by point, then seed. A point is
-    /// built again from the scenario's text, so only a config it imports can fail now, if it
-    /// changed on disk since the sweep was prepared.
+    /// built again from the scenario's text and the configs pinned when the sweep was
+    /// prepared, as it was then, so it does not fail now.
     pub fn run(&self, shard: Shard, done: &AtomicUsize) -> Result<Vec<ResultRow>, SweepError> {
         let jobs: Vec<(usize, usize)> = (0..self.costs.len())
             .filter(|&point| shard.owns(point))
@@ -807,6 +918,23 @@ mod tests {
                 .contains("LOW <= HIGH")
         );
         assert!("nokey".parse::<Axis>().unwrap_err().contains("KEY=V1,V2"));
+        for not_integers in ["policy.base=1.5..3", "policy.base=100ms..1s"] {
+            let error = not_integers.parse::<Axis>().unwrap_err();
+            assert!(error.contains("not an integer range"), "{error}");
+        }
+    }
+
+    /// `..` makes a range only between two numbers or durations: a list of paths, one of them
+    /// up a folder, is a list (issue 23: `--grid policy.import=../a.json,b.json` was refused as
+    /// "not an integer range").
+    #[test]
+    fn paths_with_two_dots_are_values_not_ranges() {
+        let axis: Axis = "policy.import=../a.json,b.json".parse().unwrap();
+        assert_eq!(axis.values, ["../a.json", "b.json"]);
+        let axis: Axis = "policy.import=../../configs/x.yaml".parse().unwrap();
+        assert_eq!(axis.values, ["../../configs/x.yaml"]);
+        let axis: Axis = "policy.name=a..b".parse().unwrap();
+        assert_eq!(axis.values, ["a..b"]);
     }
 
     #[test]
@@ -833,6 +961,7 @@ mod tests {
             requirements: vec![],
             minimize: None,
             maximize: None,
+            configs: Default::default(),
         };
         assert_eq!(spec.point_count(), 6);
         assert_eq!(spec.point_values(0), ["1", "x"]);
@@ -857,6 +986,7 @@ mod tests {
             requirements: vec![],
             minimize: None,
             maximize: None,
+            configs: Default::default(),
         };
         assert_eq!(spec.point_count(), usize::MAX);
         let error = spec.prepare().unwrap_err().to_string();

@@ -3,13 +3,17 @@
 //!
 //! Every input file goes through [`read_text`], so none can make the program read without end:
 //! `/dev/zero`, `/dev/urandom` or a 1 GB file would otherwise be read whole into memory, and a
-//! FIFO would block forever. The kind of file is checked on the path's metadata *before* it is
-//! opened, because opening a FIFO for reading already blocks until a writer comes; the read
-//! itself stops one byte past the limit (`take(limit + 1)`), so a file that grows after the
-//! check costs at most the limit too.
+//! FIFO would block forever. The file is opened without blocking (`O_NONBLOCK`: opening a FIFO
+//! for reading would otherwise wait for a writer), and its kind is taken from the open handle,
+//! so that the file checked is the file read; the read itself stops one byte past the limit
+//! (`take(limit + 1)`), so a file that grows after the check costs at most the limit too.
+//! Files that are not text (a sweep's shard files are read as bytes, then parsed) go through
+//! [`read_bytes`], under the same rules.
 
 use std::fmt;
+use std::fs::OpenOptions;
 use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 /// Why a file could not be read as text.
@@ -32,7 +36,7 @@ impl fmt::Display for TextFileError {
                 write!(f, "{kind}, not a regular file; give the path of a file")
             }
             TextFileError::TooLarge(limit) => {
-                write!(f, "larger than {}", bytes(*limit))
+                write!(f, "larger than {}", byte_size(*limit))
             }
             TextFileError::NotUtf8 { line, column } => {
                 write!(f, "not UTF-8 text at line {line}, column {column}")
@@ -42,31 +46,40 @@ impl fmt::Display for TextFileError {
     }
 }
 
-/// A limit in bytes, in words: `4 MiB`.
-fn bytes(limit: u64) -> String {
-    if limit.is_multiple_of(1024 * 1024) {
-        format!("{} MiB", limit / (1024 * 1024))
+/// A size in bytes, in words: `4 MiB` for a whole number of MiB, else `1234 bytes`.
+pub fn byte_size(bytes: u64) -> String {
+    const MIB: u64 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
     } else {
-        format!("{limit} bytes")
+        format!("{bytes} bytes")
     }
 }
 
-/// Reads the regular file at `path`, of at most `limit` bytes, as UTF-8 text.
-pub fn read_text(path: &Path, limit: u64) -> Result<String, TextFileError> {
-    let kind = std::fs::metadata(path)
-        .map_err(TextFileError::Io)?
-        .file_type();
+/// Reads the regular file at `path`, of at most `limit` bytes, whole.
+pub fn read_bytes(path: &Path, limit: u64) -> Result<Vec<u8>, TextFileError> {
+    let file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(TextFileError::Io)?;
+    let kind = file.metadata().map_err(TextFileError::Io)?.file_type();
     if !kind.is_file() {
         return Err(TextFileError::NotRegular(describe(kind)));
     }
     let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|file| file.take(limit + 1).read_to_end(&mut bytes))
+    file.take(limit.saturating_add(1))
+        .read_to_end(&mut bytes)
         .map_err(TextFileError::Io)?;
     if bytes.len() as u64 > limit {
         return Err(TextFileError::TooLarge(limit));
     }
-    String::from_utf8(bytes).map_err(|error| {
+    Ok(bytes)
+}
+
+/// Reads the regular file at `path`, of at most `limit` bytes, as UTF-8 text.
+pub fn read_text(path: &Path, limit: u64) -> Result<String, TextFileError> {
+    String::from_utf8(read_bytes(path, limit)?).map_err(|error| {
         let valid = &error.as_bytes()[..error.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|byte| **byte == b'\n').count() + 1;
         let line_start = valid
@@ -83,7 +96,6 @@ pub fn read_text(path: &Path, limit: u64) -> Result<String, TextFileError> {
 
 /// What a file that is not a regular file is.
 fn describe(kind: std::fs::FileType) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
     if kind.is_dir() {
         "a directory"
     } else if kind.is_fifo() {
@@ -101,8 +113,9 @@ fn describe(kind: std::fs::FileType) -> &'static str {
 mod tests {
     use super::*;
 
-    /// A device and a directory are refused before they are read; a file over the limit is
-    /// refused after reading one byte past it.
+    /// A device, a directory and a FIFO are refused before a byte is read (the FIFO without
+    /// blocking, though nobody writes to it); a file over the limit is refused after reading one
+    /// byte past it, one at the limit is read whole.
     #[test]
     fn only_bounded_regular_files_are_read() {
         assert!(matches!(
@@ -120,6 +133,17 @@ mod tests {
             read_text(&path, 9),
             Err(TextFileError::TooLarge(9))
         ));
+        assert_eq!(read_bytes(&path, 10).unwrap(), b"0123456789");
+        let fifo = std::env::temp_dir().join(format!("retrystorm-fifo-{}", std::process::id()));
+        let _ = std::fs::remove_file(&fifo);
+        let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        assert!(matches!(
+            read_text(&fifo, 10),
+            Err(TextFileError::NotRegular("a FIFO (named pipe)"))
+        ));
+        std::fs::remove_file(&fifo).unwrap();
         std::fs::write(&path, b"a\nb\xffc").unwrap();
         assert!(matches!(
             read_text(&path, 10),

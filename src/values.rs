@@ -162,8 +162,14 @@ checked_float!(
     |x| (0.0..=100_000.0).contains(&x)
 );
 
+/// The endings of the folders a sweep of a scenario writes beside the scenario's own
+/// (`tuning-sweep/`, `tuning-shards/` for `tuning`), which a scenario's name may not have: a
+/// scenario named `tuning-shards` would run into the folder of `tuning`'s shards, and its next
+/// run would replace them.
+pub const SWEEP_FOLDER_SUFFIXES: [&str; 2] = ["-sweep", "-shards"];
+
 /// A name that can be a folder name: 1 to 100 letters, digits, `-`, `_` or `.`, not starting
-/// with `.`.
+/// with `.`, and not ending in one of [`SWEEP_FOLDER_SUFFIXES`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
 pub struct Name(String);
@@ -188,6 +194,16 @@ impl Name {
                 "{text:?} is not a valid name; use 1 to 100 letters, digits, '-', '_' or '.', not starting with '.' (it names the output folder)"
             ))
         }
+        .and_then(|name| match SWEEP_FOLDER_SUFFIXES
+            .iter()
+            .find(|suffix| text.ends_with(*suffix))
+        {
+            Some(suffix) => Err(format!(
+                "{text:?} ends in {suffix:?}, which names the folders a sweep writes (a sweep of {:?} writes {0}-sweep/ and {0}-shards/ beside {0}/), so its results would share them; choose a name that does not end in -sweep or -shards",
+                &text[..text.len() - suffix.len()]
+            )),
+            None => Ok(name),
+        })
     }
 }
 

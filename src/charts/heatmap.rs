@@ -472,6 +472,7 @@ mod tests {
             requirements: vec![],
             minimize: None,
             maximize: None,
+            configs: Default::default(),
         };
         let of = |name: &str| HeatmapData {
             scenario: String::new(),

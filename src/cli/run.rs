@@ -279,7 +279,7 @@ fn run_one(scenario: &Scenario, args: &RunArgs, mode: Mode) -> io::Result<usize>
     })?;
     staged.write("report.html", &page)?;
     let target = staged.target().to_path_buf();
-    staged.commit()?;
+    commit(staged)?;
     let failed_claims = print_table(&run, &target, &formats)?;
     if args.stats {
         print_stats(&run, wall)?;
@@ -288,6 +288,15 @@ fn run_one(scenario: &Scenario, args: &RunArgs, mode: Mode) -> io::Result<usize>
 }
 
 /// Draws every chart in every format (each once; none for no formats), in parallel.
+/// Commits a result folder, warning on stderr about every hidden folder that could not be
+/// removed (the result is written all the same, so the exit code does not change).
+pub(super) fn commit(staged: StagedFolder) -> io::Result<()> {
+    for leftover in staged.commit()? {
+        eprintln!("retrystorm: warning: {leftover}");
+    }
+    Ok(())
+}
+
 fn write_charts(run: &ScenarioRun, staged: &StagedFolder, formats: &[Format]) -> io::Result<()> {
     let jobs: Vec<(Chart, Format)> = Chart::ALL
         .iter()

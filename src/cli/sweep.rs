@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
-use super::run::within_cost_limit;
+use super::run::{commit, within_cost_limit};
 use retrystorm::charts::Format;
 use retrystorm::output::staging::StagedFolder;
-use retrystorm::scenario::{Override, load_str, read_scenario};
+use retrystorm::scenario::{Override, check_resolved_fits, load_str, read_scenario};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
 
@@ -100,7 +100,9 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         Ok(text) => text,
         Err(error) => return fail(error),
     };
-    let base = match load_str(&text, &path, &args.set) {
+    let base = match load_str(&text, &path, &args.set)
+        .and_then(|base| check_resolved_fits(&base, &path).map(|()| base))
+    {
         Ok(base) => base,
         Err(error) => return fail(error),
     };
@@ -122,8 +124,9 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         requirements: args.require.clone(),
         minimize: args.minimize.clone(),
         maximize: args.maximize.clone(),
+        configs: Default::default(),
     };
-    let prepared = match spec.prepare() {
+    let prepared = match spec.prepare_reading_configs() {
         Ok(prepared) => prepared,
         Err(error) => return fail(error),
     };
@@ -240,7 +243,7 @@ fn write_all(folder: &Path, mark: &'static str, files: &[OutputFile]) -> io::Res
     for (name, bytes) in files {
         staged.write(name, bytes)?;
     }
-    staged.commit()
+    commit(staged)
 }
 
 /// Progress on stderr: a bar with an estimate on a terminal, a line every few seconds

@@ -368,7 +368,7 @@ pub fn parse_metric(text: &str) -> Result<f64, String> {
             .parse()
             .ok()
             .filter(|value: &f64| value.is_finite())
-            .ok_or_else(|| format!("{text:?} is not a metric value")),
+            .ok_or_else(|| format!("{} is not a metric value", crate::escape::quoted(text))),
     }
 }
 

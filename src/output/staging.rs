@@ -14,7 +14,10 @@
 //! A staging folder is removed when its [`StagedFolder`] is dropped without a commit (an
 //! error), by the handler [`remove_on_signals`] installs (SIGINT, SIGTERM, SIGHUP), and, after a
 //! SIGKILL or a power cut, by the next run that writes the same result on the same host, once
-//! the process that made it is gone.
+//! the process that made it is gone. One that cannot be removed (the earlier result after a
+//! commit, a leftover of a dead process: files someone made undeletable) is never left in
+//! silence: [`StagedFolder::commit`] returns it as a [`Leftover`], with its path and what to do,
+//! for the caller to warn about, and the next run tries again.
 //!
 //! Because a commit replaces the whole folder, an existing `NAME` is replaced only if it is a
 //! result (it holds the file the caller names as the mark of one, or nothing at all): pointing
@@ -46,6 +49,38 @@ pub struct StagedFolder {
     /// The file whose presence shows that an existing `target` is a result this may replace.
     mark: &'static str,
     committed: bool,
+    /// Leftovers of dead processes that could not be removed when this was created.
+    leftovers: Vec<Leftover>,
+}
+
+/// A hidden staging folder that could not be removed, and why: it stays beside the result until
+/// someone removes it.
+#[derive(Debug)]
+pub struct Leftover {
+    /// The folder.
+    pub path: PathBuf,
+    /// Why it could not be removed.
+    pub error: io::Error,
+}
+
+impl std::fmt::Display for Leftover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "could not remove {}, an earlier result or an interrupted one ({}); it is hidden and takes space until removed: make it writable and remove it (`rm -rf {}`), and the next run will try again",
+            self.path.display(),
+            self.error,
+            self.path.display()
+        )
+    }
+}
+
+/// Removes a folder and everything in it.
+type Remover = fn(&Path) -> io::Result<()>;
+
+/// The remover of every staging folder outside tests.
+fn remove_folder(path: &Path) -> io::Result<()> {
+    fs::remove_dir_all(path)
 }
 
 impl StagedFolder {
@@ -54,10 +89,18 @@ impl StagedFolder {
     /// Refuses a `target` that cannot be replaced as a whole: a link, a file, or a folder that
     /// holds other things but not `mark`.
     pub fn create(target: &Path, mark: &'static str) -> io::Result<StagedFolder> {
+        Self::create_removing(target, mark, remove_folder)
+    }
+
+    fn create_removing(
+        target: &Path,
+        mark: &'static str,
+        remove: Remover,
+    ) -> io::Result<StagedFolder> {
         let (parent, name) = split(target)?;
         fs::create_dir_all(parent).map_err(|error| with_path(error, parent))?;
         check_replaceable(target, mark)?;
-        remove_leftovers(parent, &name);
+        let leftovers = remove_leftovers(parent, &name, remove);
         let prefix = format!(
             "{}{}-{}-",
             staging_prefix(&name),
@@ -75,6 +118,7 @@ impl StagedFolder {
                         target: target.to_path_buf(),
                         mark,
                         committed: false,
+                        leftovers,
                     });
                 }
                 // Something is already there (never followed): draw another name.
@@ -106,8 +150,13 @@ impl StagedFolder {
     }
 
     /// Puts the staged files in place of the result as one change and removes the earlier
-    /// result.
-    pub fn commit(mut self) -> io::Result<()> {
+    /// result. The result is in place when this returns `Ok`; what could not be removed, the
+    /// earlier result or a dead process's leftovers, comes back for the caller to warn about.
+    pub fn commit(self) -> io::Result<Vec<Leftover>> {
+        self.commit_removing(remove_folder)
+    }
+
+    fn commit_removing(mut self, remove: Remover) -> io::Result<Vec<Leftover>> {
         File::open(&self.staging)
             .and_then(|folder| folder.sync_all())
             .map_err(|error| with_path(error, &self.staging))?;
@@ -117,14 +166,22 @@ impl StagedFolder {
         check_replaceable(&self.target, self.mark)?;
         swap_in(&self.staging, &self.target).map_err(|error| with_path(error, &self.target))?;
         // The staging name now holds the earlier result, or nothing.
-        let _ = fs::remove_dir_all(&self.staging);
+        let mut leftovers = std::mem::take(&mut self.leftovers);
+        if fs::symlink_metadata(&self.staging).is_ok()
+            && let Err(error) = remove(&self.staging)
+        {
+            leftovers.push(Leftover {
+                path: self.staging.clone(),
+                error,
+            });
+        }
         registry.retain(|path| *path != self.staging);
         drop(registry);
         self.committed = true;
         if let Some(parent) = self.target.parent() {
             let _ = File::open(parent).and_then(|folder| folder.sync_all());
         }
-        Ok(())
+        Ok(leftovers)
     }
 }
 
@@ -276,10 +333,12 @@ fn exchange(first: &Path, second: &Path) -> io::Result<()> {
 }
 
 /// Removes the staging folders for `name` in `parent` that this host's processes left and that
-/// are no longer running. Another host's are left alone: their process may still be writing.
-fn remove_leftovers(parent: &Path, name: &str) {
+/// are no longer running, and returns those that could not be removed. Another host's are left
+/// alone: their process may still be writing.
+fn remove_leftovers(parent: &Path, name: &str, remove: Remover) -> Vec<Leftover> {
+    let mut leftovers = Vec::new();
     let Ok(entries) = fs::read_dir(parent) else {
-        return;
+        return leftovers;
     };
     let prefix = format!("{}{}-", staging_prefix(name), host());
     for entry in entries.flatten() {
@@ -297,10 +356,17 @@ fn remove_leftovers(parent: &Path, name: &str) {
         else {
             continue;
         };
-        if pid != std::process::id() as libc::pid_t && !alive(pid) {
-            let _ = fs::remove_dir_all(entry.path());
+        if pid != std::process::id() as libc::pid_t
+            && !alive(pid)
+            && let Err(error) = remove(&entry.path())
+        {
+            leftovers.push(Leftover {
+                path: entry.path(),
+                error,
+            });
         }
     }
+    leftovers
 }
 
 /// Whether a process `pid` runs on this host (one that exists but is not ours counts).
@@ -443,6 +509,58 @@ mod tests {
         let error = StagedFolder::create(&elsewhere, "summary.json").unwrap_err();
         assert!(error.to_string().contains("no summary.json"), "{error}");
         assert_eq!(names(&elsewhere), ["notes.txt"]);
+        fs::remove_dir_all(root).unwrap();
+    }
+
+    /// An earlier result that cannot be removed after the commit (a file someone made
+    /// undeletable; a remover that fails stands for it, as root may remove anything) is not
+    /// left in silence: the commit still puts the new result in place and returns the hidden
+    /// folder's path with what to do, and the next staging of the same result, once this
+    /// process is gone, tries again and reports it again (issue 23: it stayed forever, exit 0).
+    #[test]
+    fn an_earlier_result_that_cannot_be_removed_is_reported() {
+        let root = scratch("stuck");
+        let target = root.join("result");
+        fs::create_dir(&target).unwrap();
+        fs::write(target.join("summary.json"), "old").unwrap();
+        let refuse: Remover = |_| {
+            Err(io::Error::new(
+                io::ErrorKind::PermissionDenied,
+                "Operation not permitted",
+            ))
+        };
+        let staged = StagedFolder::create_removing(&target, "summary.json", refuse).unwrap();
+        staged.write("summary.json", b"new").unwrap();
+        let leftovers = staged.commit_removing(refuse).unwrap();
+        assert_eq!(fs::read(target.join("summary.json")).unwrap(), b"new");
+        let [leftover] = &leftovers[..] else {
+            panic!("{leftovers:?}")
+        };
+        let hidden = names(&root)
+            .into_iter()
+            .find(|name| name.starts_with(".result.partial-"))
+            .expect("the earlier result, hidden");
+        assert_eq!(leftover.path, root.join(&hidden));
+        let message = leftover.to_string();
+        assert!(
+            message.contains(&format!(
+                "could not remove {}",
+                root.join(&hidden).display()
+            )),
+            "{message}"
+        );
+        assert!(
+            message.contains("Operation not permitted") && message.contains("rm -rf"),
+            "{message}"
+        );
+        // The next run of a process that is gone finds it (the pid in its name is ours, so it
+        // is renamed to one of a dead process first).
+        let dead = hidden.replace(&format!("-{}-", std::process::id()), "-99999999-");
+        fs::rename(root.join(&hidden), root.join(&dead)).unwrap();
+        let staged = StagedFolder::create_removing(&target, "summary.json", refuse).unwrap();
+        let leftovers = staged.commit_removing(remove_folder).unwrap();
+        assert_eq!(leftovers.len(), 1, "{leftovers:?}");
+        assert_eq!(leftovers[0].path, root.join(&dead));
         fs::remove_dir_all(root).unwrap();
     }
 

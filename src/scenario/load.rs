@@ -20,7 +20,7 @@ use super::validate::validate;
 use super::{DEFAULT_POLICY_NAME, Overrides, Scenario};
 use crate::escape::user_text;
 use crate::suggest::did_you_mean;
-use crate::text_file::{TextFileError, read_text};
+use crate::text_file::{TextFileError, byte_size, read_text};
 
 /// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
 /// not valid TOML is taken as a string, so `--set upstream.outage=crash` and
@@ -125,16 +125,43 @@ impl fmt::Display for ScenarioError {
 impl std::error::Error for ScenarioError {}
 
 /// The largest scenario file read: a scenario is a few kilobytes, and `/dev/zero` never ends.
+/// The resolved scenario a run writes is held to it too ([`check_resolved_fits`]), so that
+/// every scenario accepted reloads from its resolved form.
 pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 
-/// Reads, overrides and validates the scenario file at `path`.
+/// The first line of the resolved `scenario.toml` a run writes.
+pub const RESOLVED_HEADER: &str =
+    "# The scenario exactly as simulated: every default written out.\n";
+
+/// Where the configs a scenario's `import`s name are read from. A run reads the files
+/// ([`ConfigFiles`]); a sweep reads each once and keeps its text, so that every point, every
+/// shard and `merge` see the same bytes, and `merge` reads no path a shard names.
+pub trait ConfigSource: Sync {
+    /// The text of the config at `path` (the scenario's folder joined with the `import`).
+    fn text(&self, path: &Path) -> Result<String, crate::import::ImportError>;
+}
+
+/// The config files themselves, read as `import` files are ([`crate::import::read_config`]).
+pub struct ConfigFiles;
+
+impl ConfigSource for ConfigFiles {
+    fn text(&self, path: &Path) -> Result<String, crate::import::ImportError> {
+        crate::import::read_config(path)
+    }
+}
+
+/// Reads, overrides and validates the scenario file at `path`, and checks that its resolved
+/// form would reload ([`check_resolved_fits`]).
 pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
+    let label = path.display().to_string();
     let text = read_scenario(path)?;
-    load_str(&text, &path.display().to_string(), overrides)
+    let scenario = load_str(&text, &label, overrides)?;
+    check_resolved_fits(&scenario, &label)?;
+    Ok(scenario)
 }
 
 /// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
-/// in UTF-8 ([`read_text`]).
+/// in UTF-8 ([`read_text`]); the error points at the first byte that is not.
 pub fn read_scenario(path: &Path) -> Result<String, ScenarioError> {
     let label = path.display().to_string();
     let whole_file = |message: String| ScenarioError {
@@ -161,13 +188,44 @@ pub fn read_scenario(path: &Path) -> Result<String, ScenarioError> {
     })
 }
 
-/// Like [`load`], with the file's text given; `label` names it in errors.
+/// Refuses a scenario whose resolved form (the `scenario.toml` a run writes, every default
+/// written out) is over [`MAX_SCENARIO_BYTES`]: it could not be read back, though a resolved
+/// scenario is meant to reload and run the same. Resolving can triple a file (a capacity curve
+/// of 200,000 points, 3.3 MB, resolves to 10 MB), so the size is that of the resolution itself.
+pub fn check_resolved_fits(scenario: &Scenario, label: &str) -> Result<(), ScenarioError> {
+    let resolved = RESOLVED_HEADER.len() + scenario.to_resolved_toml().len();
+    if resolved as u64 > MAX_SCENARIO_BYTES {
+        return Err(ScenarioError {
+            location: Location::WholeFile {
+                path: label.to_string(),
+            },
+            message: format!(
+                "its resolved form (the scenario.toml a run writes, every default written out) would be {resolved} bytes, larger than the {} a scenario may be, so it could not be read back; make the scenario smaller (fewer capacity points, operations, services or policies)",
+                byte_size(MAX_SCENARIO_BYTES)
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Like [`load`], with the file's text given; `label` names it in errors, and its folder is
+/// where `import`s are read from. The resolved form is not checked.
 pub fn load_str(
     text: &str,
     label: &str,
     overrides: &[Override],
 ) -> Result<Scenario, ScenarioError> {
-    let source = Source::new(text, label, overrides)?;
+    load_with_configs(text, label, overrides, &ConfigFiles)
+}
+
+/// Like [`load_str`], with the configs that `import`s name read from `configs`.
+pub fn load_with_configs(
+    text: &str,
+    label: &str,
+    overrides: &[Override],
+    configs: &dyn ConfigSource,
+) -> Result<Scenario, ScenarioError> {
+    let source = Source::new(text, label, overrides, configs)?;
     let mut scenario = source.read()?;
     scenario.header = header_comment(text);
     scenario.command_line_changes = overrides
@@ -242,7 +300,9 @@ pub(super) fn apply_overrides(
         });
     }
     let text = scenario.to_resolved_toml();
-    let source = Source::new(&text, "overrides", &list).map_err(|error| error.message)?;
+    // The resolved text has no `import` left: its configs were applied.
+    let source =
+        Source::new(&text, "overrides", &list, &ConfigFiles).map_err(|error| error.message)?;
     source.read().map_err(|error| match error.location {
         Location::Override { text, .. } => format!("{text}: {}", error.message),
         _ => error.message,
@@ -253,6 +313,7 @@ pub(super) fn apply_overrides(
 struct Source<'a> {
     label: &'a str,
     overrides: &'a [Override],
+    configs: &'a dyn ConfigSource,
     edited: String,
     /// For each line of `edited`: its line in the file (0-based), or `None` if an override
     /// wrote it.
@@ -264,10 +325,12 @@ impl<'a> Source<'a> {
         text: &'a str,
         label: &'a str,
         overrides: &'a [Override],
+        configs: &'a dyn ConfigSource,
     ) -> Result<Self, ScenarioError> {
         let plain = |edited: String, origin| Source {
             label,
             overrides,
+            configs,
             edited,
             origin,
         };
@@ -391,7 +454,8 @@ impl<'a> Source<'a> {
         Ok(())
     }
 
-    /// Reads the config an `import` names, relative to the scenario file.
+    /// Reads the config an `import` names, relative to the scenario file, from the source of
+    /// configs.
     fn import_config(
         &self,
         import: &toml::Spanned<String>,
@@ -399,7 +463,11 @@ impl<'a> Source<'a> {
     ) -> Result<crate::import::Imported, ScenarioError> {
         let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
         let path = folder.join(import.get_ref());
-        crate::import::import_file(&path, method.as_deref()).map_err(|error| {
+        let imported = self
+            .configs
+            .text(&path)
+            .and_then(|text| crate::import::import_text_of(&path, &text, method.as_deref()));
+        imported.map_err(|error| {
             self.error_at(
                 import.span(),
                 &format!("import {:?}: {error}", import.get_ref()),

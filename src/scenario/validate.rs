@@ -71,10 +71,12 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     }
     let buckets = duration.micros().div_ceil(bucket.micros());
     if buckets > MAX_BUCKETS {
+        // A bucket as long as the duration is one bucket, so some wider bucket always works.
+        let wider = narrowest_bucket(duration.micros(), duration).unwrap_or(duration);
         return Err((
             bucket_span,
             format!(
-                "{buckets} buckets of {bucket} in {duration} are too many; at most {MAX_BUCKETS}: use a wider bucket"
+                "{buckets} buckets of {bucket} in {duration} are too many; at most {MAX_BUCKETS}: use a bucket of at least {wider}"
             ),
         ));
     }
@@ -163,12 +165,33 @@ fn validate_drain(scenario: &Scenario, bucket_span: Range<usize>) -> Result<(), 
     let horizon = scenario.duration.get_ref().micros().saturating_add(longest);
     let buckets = horizon.div_ceil(bucket);
     if buckets > MAX_BUCKETS {
+        let duration = *scenario.duration.get_ref();
+        let shorter = if policy.ignore_deadline {
+            "fewer attempts, shorter attempt timeouts or a lower cap"
+        } else {
+            "a shorter deadline"
+        };
+        let remedy = match narrowest_bucket(horizon, duration) {
+            Some(wider) => format!("use a bucket of at least {wider}, or {shorter}"),
+            // Even a bucket of the whole duration is too narrow: only the operation can change.
+            None => format!(
+                "no bucket is wide enough (a bucket is at most the duration, {duration}, and {} of those are still more than {MAX_BUCKETS}): give policy {:?} {shorter} (at most {} for an operation at this duration), or a longer duration",
+                horizon.div_ceil(duration.micros()),
+                policy.name.get_ref(),
+                Duration(
+                    duration
+                        .micros()
+                        .saturating_mul(MAX_BUCKETS)
+                        .saturating_sub(duration.micros())
+                )
+            ),
+        };
         return Err((
             bucket_span,
             format!(
-                "operations may run until {} (duration {} plus {} for policy {:?}'s last operation to end): {buckets} buckets of {}, at most {MAX_BUCKETS}; use a wider bucket or a shorter deadline",
+                "operations may run until {} (duration {} plus {} for policy {:?}'s last operation to end): {buckets} buckets of {}, at most {MAX_BUCKETS}; {remedy}",
                 Duration(horizon),
-                scenario.duration.get_ref(),
+                duration,
                 Duration(longest),
                 policy.name.get_ref(),
                 scenario.bucket.get_ref()
@@ -176,6 +199,27 @@ fn validate_drain(scenario: &Scenario, bucket_span: Range<usize>) -> Result<(), 
         ));
     }
     Ok(())
+}
+
+/// The narrowest bucket that cuts `horizon` microseconds into at most [`MAX_BUCKETS`], rounded
+/// up to a whole number of its largest unit (`37s`, not `36000001us`) where that is still at
+/// most `duration`; `None` if even a bucket of the whole `duration` (the widest allowed) cuts
+/// it into more.
+fn narrowest_bucket(horizon: u64, duration: Duration) -> Option<Duration> {
+    let exact = horizon.div_ceil(MAX_BUCKETS).max(1);
+    if exact > duration.micros() {
+        return None;
+    }
+    let unit = [3_600_000_000, 60_000_000, 1_000_000, 1_000, 1]
+        .into_iter()
+        .find(|unit| *unit <= exact)
+        .unwrap_or(1);
+    let rounded = exact.div_ceil(unit).saturating_mul(unit);
+    Some(Duration(if rounded <= duration.micros() {
+        rounded
+    } else {
+        exact
+    }))
 }
 
 fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {

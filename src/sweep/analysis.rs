@@ -274,6 +274,7 @@ mod tests {
             requirements: vec![],
             minimize: None,
             maximize: None,
+            configs: Default::default(),
         }
     }
 

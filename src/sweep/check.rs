@@ -10,7 +10,8 @@
 //! Relations that do not follow are not checked, even where they usually hold: a circuit
 //! breaker fails operations without sending anything, so `attempts` may be below `operations`
 //! and `amplification` below 1 (or 0, without operations); a percentile is read at its bin's
-//! midpoint, so `p99_ms` may exceed `max_ms`; a service that retries its own calls can commit
+//! midpoint, so `p99_ms` may exceed `max_ms`, but by less than half a bin
+//! ([`PERCENTILE_EXCESS`] of it), which is checked; a service that retries its own calls can commit
 //! duplicates that no user attempt beyond the first sent. A topology's service columns are
 //! checked the same way: each in its domain, and `SERVICE_RELATIONS` (a service's requests are
 //! its first attempts, retries and status checks; its amplification, its requests over the
@@ -20,7 +21,10 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::metrics::{Domain, METRICS, Metric, NamedMetric, SERVICE_METRICS, Unit, parse_metric};
+use crate::escape::{excerpt, quoted};
+use crate::metrics::{
+    Domain, METRICS, Metric, NamedMetric, PERCENTILE_EXCESS, SERVICE_METRICS, Unit, parse_metric,
+};
 
 /// The position of metric `name` in [`METRICS`]; a name that is not there fails the build.
 const fn column(name: &str) -> usize {
@@ -155,7 +159,7 @@ fn written_as(written: f64, exact: f64) -> bool {
 }
 
 /// The relations every run satisfies.
-const RELATIONS: [Relation; 8] = [
+const RELATIONS: [Relation; 9] = [
     // An operation ends once, and one whose outcome is unknown did not succeed.
     Relation {
         text: "succeeded + unknown_results <= operations",
@@ -209,6 +213,13 @@ const RELATIONS: [Relation; 8] = [
             (v[P50_MS].is_nan() || v[P50_MS] <= v[P99_MS])
                 && (v[MEAN_MS].is_nan() || v[MEAN_MS] <= v[MAX_MS] + 1e-6)
         },
+    },
+    // The slowest operation is one of those the percentiles rank, so a percentile is above it
+    // by at most the half bin its midpoint adds (and the last of six decimals of each).
+    Relation {
+        text: "p99_ms <= max_ms (give or take the latency histogram's half bin, 0.05%)",
+        columns: &[P99_MS, MAX_MS],
+        holds: |v| v[P99_MS].is_nan() || v[P99_MS] <= v[MAX_MS] * (1.0 + PERCENTILE_EXCESS) + 2e-6,
     },
     // Both are undefined exactly when the scenario has no incident.
     Relation {
@@ -270,7 +281,7 @@ pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), St
     for (text, metric) in texts.iter().zip(columns) {
         let value = parse_metric(text).map_err(|error| format!("{}: {error}", metric.name))?;
         if let Some(problem) = problem(metric, value) {
-            return Err(format!("{} is {text:?}: {problem}", metric.name));
+            return Err(format!("{} is {}: {problem}", metric.name, quoted(text)));
         }
         all.push(value);
     }
@@ -284,7 +295,11 @@ pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), St
                 format!(
                     "{}={}",
                     columns[column].name,
-                    if text.is_empty() { "(empty)" } else { text }
+                    if text.is_empty() {
+                        "(empty)".to_string()
+                    } else {
+                        excerpt(text)
+                    }
                 )
             })
             .collect::<Vec<_>>()
@@ -315,21 +330,9 @@ pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), St
     Ok(())
 }
 
-/// At most this many characters of a value in a message.
-const SHOWN: usize = 60;
-
-/// `value` as compact JSON, cut to [`SHOWN`] characters.
+/// `value` as compact JSON, cut as [`excerpt`] cuts it.
 fn shorten(value: Option<&Value>) -> String {
-    let Some(value) = value else {
-        return "absent".to_string();
-    };
-    let text = value.to_string();
-    if text.chars().count() <= SHOWN {
-        text
-    } else {
-        let cut: String = text.chars().take(SHOWN - 3).collect();
-        format!("{cut}...")
-    }
+    value.map_or_else(|| "absent".to_string(), |value| excerpt(&value.to_string()))
 }
 
 /// A list of `[key, value]` pairs (`fixed`) or of `{"key": .., "values": ..}` (`axes`), as
@@ -357,8 +360,8 @@ fn first_different_line(a: &str, b: &str) -> usize {
 
 /// What differs between two shards' `sweep.json` files (`here` the shard refused, `there`
 /// the first shard, called `there_name`): each top-level field whose values differ, for `axes`
-/// and `fixed` each key, with both values shortened; the scenario's text by its first line
-/// that differs.
+/// and `fixed` each key, with both values shortened; the scenario's text, and each config it
+/// imports (`configs`), by its first line that differs.
 pub fn manifest_differences(here: &[u8], there: &[u8], there_name: &str) -> String {
     let (here, there) = match (
         serde_json::from_slice::<Value>(here),
@@ -388,6 +391,24 @@ pub fn manifest_differences(here: &[u8], there: &[u8], there_name: &str) -> Stri
                 ));
                 continue;
             }
+            ("configs", _, _) => {
+                let (a, b) = (config_entries(a), config_entries(b));
+                for (path, x, y) in key_differences(&a, &b) {
+                    let path = quoted(path);
+                    differences.push(match (x, y) {
+                        (Some(x), Some(y)) => format!(
+                            "the config {path} differs (first difference at line {})",
+                            first_different_line(
+                                x.as_str().unwrap_or(""),
+                                y.as_str().unwrap_or("")
+                            )
+                        ),
+                        (Some(_), None) => format!("the config {path} is imported here only"),
+                        _ => format!("the config {path} is imported in {there_name} only"),
+                    });
+                }
+                continue;
+            }
             ("axes" | "fixed", Some(a), Some(b)) => key_differences(&a, &b),
             _ => Vec::new(),
         };
@@ -404,6 +425,16 @@ pub fn manifest_differences(here: &[u8], there: &[u8], there_name: &str) -> Stri
     } else {
         differences.join("; ")
     }
+}
+
+/// The configs of a manifest (`configs`, an object of paths and texts), as (path, text) pairs.
+fn config_entries(configs: Option<&Value>) -> Vec<(&str, &Value)> {
+    configs
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(path, text)| (path.as_str(), text))
+        .collect()
 }
 
 /// The keys whose values differ between two keyed lists (`None` where a list lacks the key),
@@ -460,7 +491,7 @@ mod tests {
     }
 
     /// A `--set` only one sweep has is named with its value and `absent`; a value longer than
-    /// 60 characters is cut; a manifest that is not JSON says so.
+    /// 80 characters is cut, with its length; a manifest that is not JSON says so.
     #[test]
     fn manifest_differences_name_keys_and_shorten_values() {
         let here =
@@ -471,8 +502,8 @@ mod tests {
         assert_eq!(
             message,
             format!(
-                "fixed clients.count: \"500\" here, absent in first; policy: \"tuned\" here, \"{}... in first",
-                "x".repeat(56)
+                "fixed clients.count: \"500\" here, absent in first; policy: \"tuned\" here, \"{}… (102 bytes) in first",
+                "x".repeat(79)
             )
         );
         assert!(manifest_differences(b"{", there.as_bytes(), "first").contains("not valid JSON"));

@@ -1150,6 +1150,7 @@ mod tests {
             requirements: vec![requirement.into()],
             minimize: minimize.map(String::from),
             maximize: maximize.map(String::from),
+            configs: Default::default(),
         }
         .prepare()
         .unwrap()

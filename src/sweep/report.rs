@@ -5,7 +5,7 @@
 //! | `results.csv` | one row per point and seed: grid values, every summary metric, and in a topology every service's (`amplification@db`) |
 //! | `aggregate.csv` | one row per point: mean and 95% interval of each metric, by [`super::interval`] |
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
-//! | `sweep.json` | the sweep's definition, scenario text included, so shards can be merged |
+//! | `sweep.json` | the sweep's definition, the scenario's text and every config it imports included, so shards can be merged without reading anything else |
 //! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::charts::pareto`] |
 //! | `heatmap-<metric>.png/svg` | see [`crate::charts::heatmap`] |
 //!
@@ -14,7 +14,6 @@
 //! to [`finalize`], as a single run does.
 
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
@@ -22,10 +21,14 @@ use serde::Serialize;
 use super::check::{check_metrics, manifest_differences};
 use super::interval::{Interval, interval};
 use super::recommendation::{Verdict, recommendation};
-use super::{PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric};
+use super::{
+    MAX_MANIFEST_BYTES, PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric,
+};
+use crate::text_file::{TextFileError, read_bytes};
 use crate::charts::heatmap::{self, HeatmapData};
 use crate::charts::pareto::{self, ParetoData};
 use crate::charts::{ChartError, Format};
+use crate::escape::quoted;
 use crate::metrics::NamedMetric;
 
 /// A file to write: its name in the sweep's folder and its bytes.
@@ -77,17 +80,77 @@ pub fn results_csv(
     csv_bytes(&results_header(spec, columns), lines)
 }
 
-/// Reads `results.csv` back into rows, checking them against the sweep: a point and a seed it
-/// has, the point's grid values, and values of its metrics (`columns`) a run can produce
-/// ([`check_metrics`]).
-pub fn read_results(
-    path: &Path,
+/// The longest a metric's value is written in `results.csv`, in bytes: a count has at most 20
+/// digits, and a time, rate or share, with its six decimals, stays below 10^32 (a rate of every
+/// count a `u64` holds, per microsecond, is below 2 x 10^25).
+const MAX_METRIC_TEXT: u64 = 40;
+
+/// The most bytes a shard's `shard.json` has: `{"index": K, "count": N}` is a few dozen.
+const MAX_SHARD_JSON_BYTES: u64 = 1024;
+
+/// The most bytes `results.csv` with `rows` rows of the sweep `spec` and its metrics `columns`
+/// can have, as [`results_csv`] writes it: the header, and in each row the point and the seed
+/// (20 digits each), the point's grid values (each at most its axis's longest, every one
+/// quoted, its quotes doubled) and every metric at [`MAX_METRIC_TEXT`], with the commas and a
+/// line end. A legitimate file is far smaller; this bounds what `merge` reads of one.
+fn results_limit(spec: &SweepSpec, columns: &[NamedMetric], rows: usize) -> u64 {
+    let quoted = |text: &str| 2 * text.len() as u64 + 3;
+    let header: u64 = results_header(spec, columns)
+        .iter()
+        .map(|name| quoted(name))
+        .sum();
+    let grid: u64 = spec
+        .axes
+        .iter()
+        .map(|axis| {
+            axis.values
+                .iter()
+                .map(|value| quoted(value))
+                .max()
+                .unwrap_or(0)
+        })
+        .sum();
+    let row = 2 * 21 + grid + columns.len() as u64 * (MAX_METRIC_TEXT + 1) + 2;
+    (rows as u64).saturating_mul(row).saturating_add(header + 2)
+}
+
+/// The bytes of the file `name` in `folder`, at most `limit` of them (`what` says why that
+/// many, for the error), read only if it is a regular file.
+fn read_shard_file(folder: &Path, name: &str, limit: u64, what: &str) -> Result<Vec<u8>, String> {
+    let path = folder.join(name);
+    read_bytes(&path, limit).map_err(|error| match error {
+        TextFileError::TooLarge(_) => format!(
+            "{}: {error}, {what}; the file was edited or is damaged",
+            path.display()
+        ),
+        error => format!("{}: cannot read it: {error}", path.display()),
+    })
+}
+
+/// Reads `results.csv` of `folder`, shard `shard` of the sweep, back into rows, checking them
+/// against the sweep: a point and a seed it has, the point's grid values, and values of its
+/// metrics (`columns`) a run can produce ([`check_metrics`]). The file is read only up to the
+/// size its rows can have ([`results_limit`]), `rows` of them.
+fn read_results(
+    folder: &Path,
     spec: &SweepSpec,
     columns: &[NamedMetric],
     seeds: &[u64],
+    (shard, rows): (Shard, usize),
 ) -> Result<Vec<ResultRow>, String> {
+    let path = folder.join("results.csv");
     let where_ = path.display();
-    let mut reader = csv::Reader::from_path(path).map_err(|error| format!("{where_}: {error}"))?;
+    let limit = results_limit(spec, columns, rows);
+    let bytes = read_shard_file(
+        folder,
+        "results.csv",
+        limit,
+        &format!(
+            "the most that shard {shard}'s {rows} rows of {} values can take (a metric is written in at most {MAX_METRIC_TEXT} bytes)",
+            2 + spec.axes.len() + columns.len()
+        ),
+    )?;
+    let mut reader = csv::Reader::from_reader(&bytes[..]);
     let header: Vec<String> = reader
         .headers()
         .map_err(|error| format!("{where_}: {error}"))?
@@ -126,8 +189,10 @@ pub fn read_results(
         for (axis, (value, expected)) in spec.axes.iter().zip(grid) {
             if value != expected {
                 return Err(bad(&format!(
-                    "{} is {value:?}, but point {point} of this sweep has {expected:?}",
-                    axis.key
+                    "{} is {}, but point {point} of this sweep has {}",
+                    axis.key,
+                    quoted(value),
+                    quoted(expected)
                 )));
             }
         }
@@ -238,7 +303,8 @@ pub(super) fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usiz
         .all(|requirement| requirement.holds(aggregate.mean(point, &requirement.metric)))
 }
 
-fn sweep_json(prepared: &PreparedSweep) -> Vec<u8> {
+/// `sweep.json`: the sweep's definition (configs included), its seeds and its points.
+pub fn manifest_bytes(prepared: &PreparedSweep) -> Vec<u8> {
     #[derive(Serialize)]
     struct Manifest<'a> {
         #[serde(flatten)]
@@ -269,7 +335,7 @@ pub fn shard_files(
             "results.csv".into(),
             results_csv(&prepared.spec, &prepared.columns, &prepared.seeds, rows),
         ),
-        ("sweep.json".into(), sweep_json(prepared)),
+        ("sweep.json".into(), manifest_bytes(prepared)),
         ("shard.json".into(), shard_json),
     ]
 }
@@ -297,7 +363,7 @@ pub fn finalize(
             "recommendation.txt".to_string(),
             recommendation.clone().into_bytes(),
         ),
-        ("sweep.json".to_string(), sweep_json(prepared)),
+        ("sweep.json".to_string(), manifest_bytes(prepared)),
     ];
     if formats.is_empty() {
         return Ok((files, recommendation));
@@ -390,18 +456,28 @@ fn pareto_data(
 type FirstShard = (Vec<u8>, SweepSpec, Vec<u64>, Vec<NamedMetric>);
 
 /// Reads shard folders, checks that they are the shards of one sweep, each exactly once, and
-/// returns the sweep's definition and all rows ordered by point and seed.
+/// returns the sweep's definition and all rows ordered by point and seed. Each shard file is
+/// read only if it is a regular file, up to what a shard can write, and no other file is read:
+/// the configs the sweep imports are those its `sweep.json` pins, which the shards must agree
+/// on as on the rest of it.
 pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
     let mut manifest: Option<FirstShard> = None;
     let mut shards: Vec<Shard> = Vec::new();
     let mut rows = Vec::new();
     for folder in folders {
-        let read = |name: &str| {
-            fs::read(folder.join(name))
-                .map_err(|error| format!("{}: {error}", folder.join(name).display()))
-        };
-        let manifest_bytes = read("sweep.json")?;
-        let shard: Shard = serde_json::from_slice(&read("shard.json")?)
+        let manifest_bytes = read_shard_file(
+            folder,
+            "sweep.json",
+            MAX_MANIFEST_BYTES,
+            "the most a sweep writes (the scenario, the configs it imports and the grid)",
+        )?;
+        let shard_json = read_shard_file(
+            folder,
+            "shard.json",
+            MAX_SHARD_JSON_BYTES,
+            "and a shard.json holds two numbers",
+        )?;
+        let shard: Shard = serde_json::from_slice(&shard_json)
             .map_err(|error| error.to_string())
             .and_then(|shard: Shard| Shard::new(shard.index, shard.count))
             .map_err(|error| format!("{}: {error}", folder.join("shard.json").display()))?;
@@ -474,7 +550,12 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
             ));
         }
         let results = folder.join("results.csv");
-        let mut shard_rows = read_results(&results, spec, columns, seeds)?;
+        let points = spec
+            .point_count()
+            .saturating_sub(shard.index)
+            .div_ceil(shard.count);
+        let expected = points.saturating_mul(seeds.len());
+        let mut shard_rows = read_results(folder, spec, columns, seeds, (shard, expected))?;
         if let Some(row) = shard_rows.iter().find(|row| !shard.owns(row.point)) {
             return Err(format!(
                 "{}: point {} does not belong to shard {shard}",
@@ -496,11 +577,6 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                 seeds[pair[0].seed_index]
             ));
         }
-        let points = spec
-            .point_count()
-            .saturating_sub(shard.index)
-            .div_ceil(shard.count);
-        let expected = points.saturating_mul(seeds.len());
         if shard_rows.len() != expected {
             return Err(format!(
                 "{}: {} rows; shard {shard} has {points} points x {} seeds = {expected} simulations, each once",

@@ -228,3 +228,99 @@ fn a_sweep_replaces_its_folder_and_shards_write_beside_it() {
     );
     assert_eq!(names(&out), ["contention-shards", "contention-sweep"]);
 }
+
+/// A scenario named `tuning-shards` would run into the folder that holds `tuning`'s shards,
+/// and its next run would replace them (issue 23); one named `tuning-sweep` would share the
+/// sweep's folder. Names ending in `-shards` or `-sweep` are refused where the name is written,
+/// saying which folders they would share; `tuning` itself and a name merely containing the
+/// word are fine.
+#[test]
+fn a_scenario_name_cannot_be_a_sweeps_folder() {
+    let base = "duration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n";
+    for name in ["tuning-shards", "tuning-sweep"] {
+        let text = format!("name = \"{name}\"\n{base}");
+        let error = retrystorm::scenario::load_str(&text, "s.toml", &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.starts_with("s.toml:1:8: ") && error.contains("tuning-sweep/ and tuning-shards/"),
+            "{error}"
+        );
+    }
+    for name in ["tuning", "shards-of-tuning", "sweeper"] {
+        retrystorm::scenario::load_str(&format!("name = \"{name}\"\n{base}"), "s.toml", &[])
+            .unwrap();
+    }
+}
+
+/// A scenario of `points` capacity points over 100 s, one client: resolving writes each point
+/// out in full, about three times its bytes here.
+fn capacity_scenario(points: usize) -> String {
+    let curve: Vec<String> = (0..points)
+        .map(|at| format!("[\"{}ms\",{}]", at, if at % 2 == 0 { "1.0" } else { "0.5" }))
+        .collect();
+    format!(
+        "name = \"near-cap\"\nduration = \"100s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\ncapacity = [{}]\n",
+        curve.join(",")
+    )
+}
+
+/// Whatever is accepted reloads from its resolved form (issue 23: a 3.1 MB scenario resolved
+/// to 5.0 MB, which `check` refused). A scenario under the 4 MiB cap whose resolution is over
+/// it is refused by `check` and `run`, saying so; one whose resolution is just under it runs,
+/// its resolved `scenario.toml` passes `check` and runs to the same bytes in every file.
+#[test]
+fn every_accepted_scenario_reloads_from_its_resolved_form() {
+    let root = fresh("resolved-round-trip");
+    let too_big = root.join("too-big.toml");
+    fs::write(&too_big, capacity_scenario(100_000)).unwrap();
+    assert!(fs::metadata(&too_big).unwrap().len() < 4 * 1024 * 1024);
+    for command in ["check", "run"] {
+        let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .args([command, too_big.to_str().unwrap()])
+            .current_dir(&root)
+            .output()
+            .expect("retrystorm runs");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("too-big.toml: its resolved form")
+                && stderr.contains("larger than the 4 MiB"),
+            "{stderr}"
+        );
+    }
+    let near = root.join("near.toml");
+    fs::write(&near, capacity_scenario(80_000)).unwrap();
+    let first = root.join("first");
+    let output = retrystorm(&["run", near.to_str().unwrap(), "--no-charts"], &first);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let resolved = first.join("near-cap").join("scenario.toml");
+    let size = fs::metadata(&resolved).unwrap().len();
+    assert!(size > 4_000_000 && size <= 4 * 1024 * 1024, "{size}");
+    let again = root.join("again");
+    let output = retrystorm(&["run", resolved.to_str().unwrap(), "--no-charts"], &again);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let folder = |out: &Path| out.join("near-cap");
+    assert_eq!(names(&folder(&first)), names(&folder(&again)));
+    // report.html shows the resolved file's own header comment as the scenario's notes, the
+    // one difference a reload makes; every result file is the same.
+    for name in names(&folder(&first))
+        .into_iter()
+        .filter(|name| name != "report.html")
+    {
+        assert!(
+            fs::read(folder(&first).join(&name)).unwrap()
+                == fs::read(folder(&again).join(&name)).unwrap(),
+            "{name} differs"
+        );
+    }
+    fs::remove_dir_all(root).unwrap();
+}

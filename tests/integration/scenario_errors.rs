@@ -448,7 +448,10 @@ fn overrides_reach_the_default_policy_and_name_whole_tables() {
 
 /// The drain after `duration` is bounded before anything runs: with a 1000 h deadline and
 /// 1 ms buckets, an operation could keep the run going for 3.6 billion buckets (a 229-byte
-/// scenario used to grow to gigabytes); the error says until when and what to change.
+/// scenario used to grow to gigabytes); the error says until when and what to change. No
+/// bucket can hold 1000 h in 100,000 buckets of at most the 1 s duration, so it says so and
+/// names the deadline that would work, instead of the "use a wider bucket" it used to suggest
+/// (issue 23); where a wider bucket does work, it names the narrowest.
 #[test]
 fn a_drain_longer_than_the_series_allows_is_refused() {
     let text = VALID
@@ -461,9 +464,28 @@ fn a_drain_longer_than_the_series_allows_is_refused() {
             "drain.toml:3:10:",
             "plus 1000h",
             "at most 100000",
-            "wider bucket",
+            "no bucket is wide enough",
+            "a shorter deadline (at most 99999s for an operation at this duration)",
         ],
     );
+    assert!(!message.contains("wider bucket"), "{message}");
+    // 10 h in 100,000 buckets: 360 ms each, which a 1 h run allows.
+    let text = VALID
+        .replace(
+            "duration = \"10s\"",
+            "duration = \"1h\"\nbucket = \"100ms\"",
+        )
+        .replace("rate = 1.0", "rate = 1.0\ndeadline = \"9h\"");
+    let message = load_str(&text, "drain.toml", &[]).unwrap_err().to_string();
+    assert_contains(
+        &message,
+        &["use a bucket of at least 360ms, or a shorter deadline"],
+    );
+    load_str(&text.replace("\"100ms\"", "\"360ms\""), "drain.toml", &[]).unwrap();
+    let message = load_str(&text.replace("\"100ms\"", "\"1ms\""), "d.toml", &[])
+        .unwrap_err()
+        .to_string();
+    assert_contains(&message, &["3600000 buckets of 1ms in 1h", "at least 36ms"]);
     // A policy without a deadline is bounded by its attempts, timeouts and waits.
     let unbounded = VALID.replace("name = \"a\"", "name = \"a\"\nignore_deadline = true");
     load_str(&unbounded, "ok.toml", &[]).unwrap();
