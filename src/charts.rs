@@ -1086,12 +1086,15 @@ impl ChartData {
 
     fn load_panel(&self) -> Panel {
         let mut series = self.rate_per_policy(|policy| &policy.attempts);
-        series.push(self.series(
-            "upstream capacity".into(),
-            CAPACITY,
-            true,
-            self.capacity_rps.iter().copied(),
-        ));
+        // No line and no legend entry where the capacity has no bound (requests take no time).
+        if self.capacity_rps.iter().any(Option::is_some) {
+            series.push(self.series(
+                "upstream capacity".into(),
+                CAPACITY,
+                true,
+                self.capacity_rps.iter().copied(),
+            ));
+        }
         // A rate limit is drawn where it binds: where some policy's load reaches it.
         let peak = self
             .policies

@@ -24,12 +24,12 @@ use super::recommendation::{Verdict, recommendation};
 use super::{
     MAX_MANIFEST_BYTES, PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric,
 };
-use crate::text_file::{TextFileError, read_bytes};
 use crate::charts::heatmap::{self, HeatmapData};
 use crate::charts::pareto::{self, ParetoData};
 use crate::charts::{ChartError, Format};
 use crate::escape::quoted;
 use crate::metrics::NamedMetric;
+use crate::text_file::{TextFileError, read_bytes};
 
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);

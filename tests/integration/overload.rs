@@ -495,9 +495,11 @@ fn a_crash_loop_keeps_the_report_small() {
 /// A service time of zero is legitimate (a cache hit, an answer from memory): a worker then
 /// serves any number of requests at one instant, so its capacity has no bound. `timeseries.csv`
 /// wrote it as `inf`, which no CSV reader takes for a number (issue 23); it is now empty, as
-/// where there is no measure, and every other cell of the column is a finite number.
+/// where there is no measure, and every other cell of the column is a finite number. The load
+/// chart draws no capacity line for it, and names none in its legend.
 #[test]
 fn a_service_that_takes_no_time_writes_no_infinite_capacity() {
+    use retrystorm::charts::{Chart, Format, render};
     let text = upstream(100.0, 10, "\"0ms\"", "", 3);
     let result = run(&scenario(&text));
     let csv = String::from_utf8(retrystorm::output::timeseries_csv(&result)).unwrap();
@@ -515,6 +517,11 @@ fn a_service_that_takes_no_time_writes_no_infinite_capacity() {
     }
     assert!(rows >= 3);
     assert!(!csv.contains("inf"), "{csv}");
+    let load = String::from_utf8(render(&result, Chart::Load, Format::Svg).unwrap()).unwrap();
+    assert!(!load.contains("capacity"), "a capacity in the legend");
+    let timed = run(&scenario(&upstream(100.0, 10, "\"1ms\"", "", 3)));
+    let load = String::from_utf8(render(&timed, Chart::Load, Format::Svg).unwrap()).unwrap();
+    assert!(load.contains("upstream capacity"));
 }
 
 /// The estimate's high end bounds the events of a crash loop (issue 23): each crash adds a

@@ -1823,7 +1823,7 @@ fn merge_reads_shard_files_in_bounded_memory() {
         assert_contains(
             &message,
             &[&format!(
-                "{}: cannot read it: it is a device, not a regular file",
+                "{}: cannot read it: a device, not a regular file",
                 path.display()
             )],
         );
@@ -1837,7 +1837,7 @@ fn merge_reads_shard_files_in_bounded_memory() {
     assert_contains(
         &message,
         &[
-            &format!("{}: it is larger than ", results.display()),
+            &format!("{}: larger than ", results.display()),
             "bytes, the most that shard 1/3's 8 rows of",
             "(a metric is written in at most 40 bytes)",
         ],
