@@ -210,6 +210,7 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
         exceeds => {
             if exceeds.is_some()
                 || estimate.fewest_seconds() >= 10.0
+                || estimate.most_seconds() >= 60.0
                 || estimate.memory_bytes() >= limit / 4.0
             {
                 super::report(format_args!("{label}: estimate: {estimate}"));
