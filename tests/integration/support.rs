@@ -99,3 +99,20 @@ pub fn model_importing(name: &str, config: &str) -> Model {
     let scenario = load(&path, &[]).unwrap_or_else(|error| panic!("{error}"));
     Model::new(&scenario, &scenario.policy[0])
 }
+
+/// The `retrystorm` binary run with `args` from the repository's root.
+pub fn retrystorm(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("retrystorm runs")
+}
+
+/// An empty folder `name` under the test target's temporary folder.
+pub fn fresh_folder(name: &str) -> std::path::PathBuf {
+    let folder = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&folder);
+    std::fs::create_dir_all(&folder).unwrap();
+    folder
+}

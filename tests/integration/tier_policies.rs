@@ -3,7 +3,6 @@
 //! import invents no per-attempt timeout and no retries, and an Envoy config that retries only
 //! listed statuses retries no timeout, reset or refused connection.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use retrystorm::import::import_str;
@@ -11,7 +10,7 @@ use retrystorm::model::{Deadline, Model};
 use retrystorm::scenario::{AttemptTimeout, TransportError, load};
 use retrystorm::time::Micros;
 
-use crate::support::{assert_contains, error_with, model_importing, run, scenario};
+use crate::support::{assert_contains, error_with, fresh_folder, model_importing, run, scenario};
 
 /// clients -> api -> db, where the db answers every request 503 and the clients never retry;
 /// `api_retry` is the api's `retry` line, if any. Timeouts and deadlines are ample, so only
@@ -382,12 +381,4 @@ fn attempt_timeouts_and_transport_errors_are_checked_at_their_place() {
         ),
         &["bad.toml:16:", "invalid duration \"never\"", "or \"none\""],
     );
-}
-
-/// An empty folder under the test target's temporary directory.
-fn fresh_folder(name: &str) -> PathBuf {
-    let folder = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
-    folder
 }

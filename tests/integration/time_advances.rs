@@ -6,30 +6,11 @@
 //! loop that only draws make, with an error; and the estimate announces what a think time of
 //! 1 µs costs.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
-
 use retrystorm::engine::{MAX_INSTANT_OPERATIONS, Quiet, simulate};
 use retrystorm::model::{Arrivals, Model};
 use retrystorm::run::run_scenario;
 
-use crate::support::{Collector, scenario};
-
-fn retrystorm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("retrystorm runs")
-}
-
-/// A fresh folder under the test target's temporary folder.
-fn fresh_folder(name: &str) -> PathBuf {
-    let folder = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&folder);
-    std::fs::create_dir_all(&folder).unwrap();
-    folder
-}
+use crate::support::{Collector, fresh_folder, retrystorm, scenario};
 
 /// One client thinking `think`, over a network and upstream given as the rest of the file.
 /// `think_time` is at line 7, column 14.
