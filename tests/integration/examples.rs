@@ -66,8 +66,9 @@ fn committed_examples_are_current() {
 }
 
 /// Each policy's events, as `--stats` counted them, lie between the estimate's fewest (every
-/// operation sent once) and most (every send allowed), within the spread of its per-visit
-/// constant (3.0 to 5.4 events per attempt measured, 4 assumed): from 0.7 times the fewest.
+/// operation ended as cheaply as it can be, for the fewest arrivals the draws can bring) and
+/// most (every send allowed, each with every event a request can cause, for the most
+/// arrivals): the range is a bound, with no slack.
 fn estimate_brackets_the_events(scenario: &Path, stdout: &str) {
     let loaded = load(scenario, &[]).unwrap();
     let estimate = Estimate::of(&loaded, 1);
