@@ -14,8 +14,9 @@ use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use retrystorm::engine::{Quiet, simulate};
+use retrystorm::import::load;
 use retrystorm::model::Model;
-use retrystorm::scenario::{Override, load};
+use retrystorm::scenario::Override;
 
 /// Benchmarks every policy of the bundled scenario `name` with `overrides`, in group `group`.
 fn every_policy(c: &mut Criterion, group: &str, name: &str, overrides: &[Override]) {

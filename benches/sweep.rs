@@ -10,9 +10,9 @@
 use std::path::Path;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use retrystorm::metrics::{METRICS, format_metric};
 use retrystorm::sweep::report::finalize;
 use retrystorm::sweep::{ResultRow, SweepSpec};
+use retrystorm::vocabulary::metric::{METRICS, format_metric};
 
 fn finalize_sweep(c: &mut Criterion) {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tuning.toml");

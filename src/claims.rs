@@ -7,26 +7,17 @@
 //! prints whether each held and `report.html` shows them; the test suite runs every bundled
 //! scenario and fails if a claim does not hold.
 //!
-//! Which way is "better" comes from the metric ([`crate::metrics::Better`]): more success and
+//! Which way is "better" comes from the metric ([`crate::vocabulary::metric::Better`]): more success and
 //! goodput, less load, latency, failure and recovery time. A recovery that never came counts as
 //! infinitely long, so a policy that recovers beats one that does not.
 
 use std::fmt;
 
-use crate::metrics::{Better, Measurements, metric_value};
+use crate::base::time::Micros;
+use crate::engine::counters::Measurements;
 use crate::run::{PolicyRun, ScenarioRun};
 use crate::scenario::{Expect, ExpectWindow};
-use crate::time::Micros;
-
-/// The metrics a claim may restrict to a time window, computed from the buckets in it.
-pub const WINDOW_METRICS: [(&str, Better); 6] = [
-    ("goodput_rps", Better::Higher),
-    ("failed_rps", Better::Lower),
-    ("success_rate", Better::Higher),
-    ("attempts_rps", Better::Lower),
-    ("peak_attempts_rps", Better::Lower),
-    ("amplification", Better::Lower),
-];
+use crate::vocabulary::metric::{Better, claim_direction, metric_value};
 
 /// Whether a claim held, with the values it compared.
 #[derive(Debug, Clone, PartialEq)]
@@ -69,19 +60,6 @@ pub fn number(value: f64) -> String {
     }
 }
 
-/// The direction of `name`, if it is a metric a claim can use (with a window or without; a
-/// service's, `amplification@db`, over the whole run only).
-pub fn direction(name: &str, windowed: bool) -> Option<Better> {
-    if windowed {
-        WINDOW_METRICS
-            .iter()
-            .find(|(metric, _)| *metric == name)
-            .map(|&(_, better)| better)
-    } else {
-        crate::metrics::direction(name)
-    }
-}
-
 /// Checks every claim of the run's scenario.
 pub fn evaluate(run: &ScenarioRun) -> Vec<ClaimResult> {
     run.scenario
@@ -112,7 +90,7 @@ fn value(policy: &PolicyRun, claim: &Expect) -> f64 {
     }
 }
 
-/// `metric` (one of [`WINDOW_METRICS`]) over the buckets that overlap `[from, to)`.
+/// `metric` (one of [`crate::vocabulary::metric::WINDOW_METRICS`]) over the buckets that overlap `[from, to)`.
 pub fn window_metric(measurements: &Measurements, metric: &str, from: Micros, to: Micros) -> f64 {
     let window = measurements.window(from, to);
     let ratio = |numerator: u64, denominator: u64| numerator as f64 / denominator as f64;
@@ -128,8 +106,8 @@ pub fn window_metric(measurements: &Measurements, metric: &str, from: Micros, to
 }
 
 fn check(run: &ScenarioRun, claim: &Expect) -> ClaimResult {
-    let better =
-        direction(&claim.metric, claim.window.is_some()).expect("validated: claims name metrics");
+    let better = claim_direction(&claim.metric, claim.window.is_some())
+        .expect("validated: claims name metrics");
     let value = value(policy(run, &claim.policy), claim);
     let window = claim
         .window

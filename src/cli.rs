@@ -21,7 +21,7 @@ use std::io;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use retrystorm::escape;
+use retrystorm::base::escape;
 use retrystorm::output::staging::remove_on_signals;
 
 /// A deterministic retry-storm simulator.

@@ -41,99 +41,13 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::decision::StopReason;
-use crate::outcome::{AttemptOutcome, FailureReason};
-use crate::random::Stream;
-use crate::time::Micros;
+use crate::base::random::Stream;
+use crate::base::time::Micros;
+use crate::retry::decision::StopReason;
+use crate::vocabulary::outcome::{AttemptOutcome, FailureReason};
 
+pub use crate::vocabulary::outcome::ControlKind;
 pub use window::SlidingWindow;
-
-/// The kinds of control, with the names scenario files use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ControlKind {
-    /// A retry budget: Finagle and Linkerd (a ratio of requests over a window, plus a minimum
-    /// rate), or Envoy (a ratio of active requests, plus a minimum concurrency).
-    RetryBudget,
-    /// gRPC's retry throttling token bucket (gRFC A6).
-    GrpcThrottling,
-    /// The AWS SDKs' standard-mode retry quota.
-    AwsRetryQuota,
-    /// Google SRE client-side adaptive throttling.
-    SreThrottling,
-    /// A circuit breaker with resilience4j's semantics.
-    CircuitBreaker,
-    /// The AWS SDKs' adaptive mode: a rate limiter that delays sends, never refuses them.
-    AwsAdaptive,
-}
-
-impl ControlKind {
-    /// The kinds that can refuse a send, in the order of their failure columns.
-    pub const VETOING: [ControlKind; 5] = [
-        ControlKind::RetryBudget,
-        ControlKind::GrpcThrottling,
-        ControlKind::AwsRetryQuota,
-        ControlKind::SreThrottling,
-        ControlKind::CircuitBreaker,
-    ];
-
-    /// The `kind` a scenario writes.
-    pub fn name(self) -> &'static str {
-        match self {
-            ControlKind::RetryBudget => "retry-budget",
-            ControlKind::GrpcThrottling => "grpc-throttling",
-            ControlKind::AwsRetryQuota => "aws-retry-quota",
-            ControlKind::SreThrottling => "sre-throttling",
-            ControlKind::CircuitBreaker => "circuit-breaker",
-            ControlKind::AwsAdaptive => "aws-adaptive",
-        }
-    }
-
-    /// The failure reason of a call this control stopped (a kind that never refuses has
-    /// none).
-    pub fn veto_name(self) -> &'static str {
-        match self {
-            ControlKind::RetryBudget => "retry-budget-exhausted",
-            ControlKind::GrpcThrottling => "retry-throttled",
-            ControlKind::AwsRetryQuota => "retry-quota-exhausted",
-            ControlKind::SreThrottling => "throttled-locally",
-            ControlKind::CircuitBreaker => "circuit-open",
-            ControlKind::AwsAdaptive => unreachable!("the adaptive limiter delays, never refuses"),
-        }
-    }
-
-    /// It can refuse a call's first send, which then ends at once without leaving the client:
-    /// the circuit breaker while open, adaptive throttling, and the AWS adaptive limiter when
-    /// its delay would pass the call's deadline.
-    pub fn refuses_locally(self) -> bool {
-        matches!(
-            self,
-            ControlKind::CircuitBreaker | ControlKind::SreThrottling | ControlKind::AwsAdaptive
-        )
-    }
-
-    /// It can refuse a retry (and never a first send), which then ends the call at once.
-    pub fn refuses_retries(self) -> bool {
-        matches!(
-            self,
-            ControlKind::RetryBudget | ControlKind::GrpcThrottling | ControlKind::AwsRetryQuota
-        )
-    }
-
-    /// Its position in [`ControlKind::VETOING`].
-    pub fn veto_index(self) -> usize {
-        ControlKind::VETOING
-            .iter()
-            .position(|kind| *kind == self)
-            .expect("a kind that refuses")
-    }
-}
-
-impl fmt::Display for ControlKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Whose history a control's state holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -294,7 +208,7 @@ impl ControlConfig {
     }
 }
 
-/// What the windows of one control state may hold, for the cost estimate ([`crate::cost`]).
+/// What the windows of one control state may hold, for the cost estimate ([`crate::run::cost`]).
 /// A window keeps only what it was given ([`SlidingWindow`], the breaker's ring of calls), so
 /// it grows with the attempts its state sees, up to the whole window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,7 @@
 //! with an exponential think time between). An operation picks an endpoint by weight, gets a
 //! deadline, and sends its first attempt to the entry service at once. Each attempt waits
 //! `min(attempt_timeout, time left)`. When an attempt fails (a status, a reset, or the timeout)
-//! the client asks the retry decision ([`crate::decision::plan_retry`]) with the 0-based index
+//! the client asks the retry decision ([`crate::retry::decision::plan_retry`]) with the 0-based index
 //! of the failed attempt, exactly as the article's procedure takes it: with `max_attempts = 3`
 //! an operation is sent at most four times. A write endpoint with a status endpoint first asks
 //! it (a real request, using capacity) after a failure without a response: committed means
@@ -20,13 +20,13 @@
 //! the service sees it, `response_loss` drops a response after the work is done, and only the
 //! second can duplicate a write.
 //!
-//! A *service* ([`crate::service`]) checks, in order: an outage (capacity zero) and what it
+//! A *service* ([`crate::engine::service`]) checks, in order: an outage (capacity zero) and what it
 //! means, the rate limiter (429 with Retry-After), load-independent errors, the idempotency key
-//! ([`crate::idempotency`]), then its concurrency limit, if it has one, then admission: a free
+//! ([`crate::engine::idempotency`]), then its concurrency limit, if it has one, then admission: a free
 //! worker serves at once, else the request waits in a queue of at most `queue_limit` (FIFO, or
 //! the service's `queue_discipline`), else it is refused with `overload_status`. A refusal may
 //! cost a worker's time (`rejection_cost`); a service may crash under overload and come back
-//! cold ([`crate::service::health`]).
+//! cold ([`crate::engine::service::health`]).
 //! A worker spends a `service_time` on the request, then, if the service calls others, makes
 //! each call in order as a client of its own (its `retry` policy, the deadline propagated or
 //! fresh), held all the while, as a thread-per-request server is. When every call succeeded it
@@ -40,7 +40,7 @@
 //! # Determinism
 //!
 //! Time is integer microseconds; events pop in (time, insertion) order; all randomness comes
-//! from the streams of [`crate::random`], split by purpose (and by service, for what belongs to
+//! from the streams of [`crate::base::random`], split by purpose (and by service, for what belongs to
 //! a service), so every policy sees the same open-loop arrivals and the same endpoint choices.
 //! Nothing here iterates a hash map, and nothing that reaches a result depends on which slab
 //! slot a record occupies: a crash resets the requests it holds in the order they were sent.
@@ -56,7 +56,7 @@
 //! dropping one reads no record), and a user's success that nothing can overtake is learned as
 //! it is sent (see `Engine::reply`). Neither moves a draw or changes the order of any other
 //! event, so results are the same as if both were events; `--stats` counts the events, and
-//! the timers cancelled apart. The event queue ([`crate::event_queue`]) keeps the streams
+//! the timers cancelled apart. The event queue ([`crate::engine::event_queue`]) keeps the streams
 //! whose times never go back (arrivals, timeouts, a constant latency's messages) in lanes of
 //! their own, and open-loop arrivals are drawn ahead in batches ([`arrivals`]).
 //!
@@ -77,20 +77,25 @@
 mod arrivals;
 mod awaiting;
 mod client;
+pub mod counters;
+pub mod downtime;
+pub mod event_queue;
 mod hedging;
+pub mod idempotency;
 mod server;
+pub mod service;
 
+use crate::base::distribution::Distribution;
+use crate::base::random::{Purpose, Stream};
+use crate::base::slab::{Key, Slab};
+use crate::base::time::Micros;
 use crate::control::ControlSet;
-use crate::distribution::Distribution;
-use crate::event_queue::{EventQueue, Lane};
-use crate::metrics::{Measurements, Recorder};
+use crate::engine::counters::{Measurements, Recorder};
+use crate::engine::event_queue::{EventQueue, Lane};
+use crate::engine::service::Service;
 use crate::model::{Arrivals, Model, ServiceId};
-use crate::outcome::{AttemptOutcome, NextStep};
-use crate::random::{Purpose, Stream};
-use crate::retry_after::RetryAfterMode;
-use crate::service::Service;
-use crate::slab::{Key, Slab};
-use crate::time::Micros;
+use crate::retry::retry_after::RetryAfterMode;
+use crate::vocabulary::outcome::{AttemptOutcome, NextStep};
 use arrivals::OpenArrivals;
 use awaiting::Awaiting;
 
@@ -129,7 +134,7 @@ impl std::fmt::Display for Stalled {
             f,
             "policy {:?}: simulated time stopped advancing at {}: client {} started {} operations in a row at that instant, each ending as it started and followed by a think time of zero, a closed loop that would never end; give think_time a mean above zero and answers that take time (a network latency, a service time)",
             self.policy,
-            crate::time::Duration(self.at),
+            crate::base::time::Duration(self.at),
             self.client,
             self.operations
         )
@@ -450,7 +455,7 @@ struct DownstreamCall {
 
 /// The lanes of the event queue: streams of events whose times never decrease in the order
 /// they are scheduled, so that the queue keeps them in first-in first-out order rather than
-/// sorting them (see [`crate::event_queue`]).
+/// sorting them (see [`crate::engine::event_queue`]).
 #[derive(Debug)]
 struct Lanes {
     /// The next open-loop arrival.

@@ -10,8 +10,8 @@
 //! statuses) are returned as notes, which `retrystorm import` prints as comments.
 //!
 //! Both JSON and YAML are read into one JSON value ([`document`]), so the two importers see one
-//! shape; the file is read as every input file is ([`crate::text_file`]), at most
-//! [`MAX_CONFIG_BYTES`]. Keys echoed in errors go through [`crate::escape::user_text`].
+//! shape; the file is read as every input file is ([`crate::base::text_file`]), at most
+//! [`MAX_CONFIG_BYTES`]. Keys echoed in errors go through [`crate::base::escape::user_text`].
 
 pub mod document;
 pub mod envoy;
@@ -23,46 +23,13 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::backoff::Jitter;
-use crate::retry_after::RetryAfterMode;
 use crate::scenario::{
-    AttemptTimeout, CallDeadline, CallRetry, ControlSpec, Hedging, Policy, TransportError,
+    ConfigSource, Override, Scenario, ScenarioError, check_resolved_fits, load_with_configs,
+    read_scenario,
 };
-use crate::time::{Duration, MICROS_PER_SECOND};
-use crate::values::{Bounded, Positive};
 
-/// What an import yields: the settings the config fixes, and notes on how they were mapped.
-#[derive(Debug, Clone, Default)]
-pub struct Imported {
-    /// Which kind of config this was, and which part of it was read.
-    pub source: String,
-    /// Base delay.
-    pub base: Option<Duration>,
-    /// Cap of the backoff.
-    pub cap: Option<Duration>,
-    /// Retries after the first attempt.
-    pub max_attempts: Option<u64>,
-    /// Growth of the backoff per retry.
-    pub multiplier: Option<f64>,
-    /// Statuses that may be retried.
-    pub retryable_statuses: Option<Vec<u16>>,
-    /// Failures without a response that may be retried.
-    pub retryable_transport_errors: Option<Vec<TransportError>>,
-    /// How the backoff is spread.
-    pub jitter: Option<Jitter>,
-    /// How Retry-After is treated.
-    pub retry_after: Option<RetryAfterMode>,
-    /// Timeout of one attempt (`AttemptTimeout::None` for a client that has none).
-    pub attempt_timeout: Option<AttemptTimeout>,
-    /// Budget of a whole call.
-    pub deadline: Option<Duration>,
-    /// Client-side controls.
-    pub controls: Vec<ControlSpec>,
-    /// Hedging instead of retries.
-    pub hedging: Option<Hedging>,
-    /// How the config was mapped, for the reader.
-    pub notes: Vec<String>,
-}
+use crate::base::time::{Duration, MICROS_PER_SECOND};
+pub use crate::scenario::Imported;
 
 /// A config that cannot be imported: where, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,6 +66,36 @@ pub(crate) fn field_error(field: impl Into<String>, message: impl Into<String>) 
     }
 }
 
+/// Reads, overrides and validates the scenario file at `path`, its `import`s read from the
+/// files they name ([`ConfigFiles`]), and checks that its resolved form would reload
+/// ([`check_resolved_fits`]): what `run`, `check` and `sweep` load.
+pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
+    let label = path.display().to_string();
+    let text = read_scenario(path)?;
+    let scenario = load_str(&text, &label, overrides)?;
+    check_resolved_fits(&scenario, &label)?;
+    Ok(scenario)
+}
+
+/// Like [`load`], with the file's text given; `label` names it in errors, and its folder is
+/// where `import`s are read from. The resolved form is not checked.
+pub fn load_str(
+    text: &str,
+    label: &str,
+    overrides: &[Override],
+) -> Result<Scenario, ScenarioError> {
+    load_with_configs(text, label, overrides, &ConfigFiles)
+}
+
+/// The config files an `import` names, read from disk ([`read_config`]) and imported.
+pub struct ConfigFiles;
+
+impl ConfigSource for ConfigFiles {
+    fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String> {
+        import_file(path, method).map_err(|error| error.to_string())
+    }
+}
+
 /// The largest config file read, as for scenarios: a config is a few kilobytes.
 pub const MAX_CONFIG_BYTES: u64 = crate::scenario::MAX_SCENARIO_BYTES;
 
@@ -116,8 +113,8 @@ pub fn read_config(path: &Path) -> Result<String, ImportError> {
         field: String::new(),
         message,
     };
-    crate::text_file::read_text(path, MAX_CONFIG_BYTES).map_err(|why| match why {
-        crate::text_file::TextFileError::TooLarge(_) => error(format!(
+    crate::base::text_file::read_text(path, MAX_CONFIG_BYTES).map_err(|why| match why {
+        crate::base::text_file::TextFileError::TooLarge(_) => error(format!(
             "cannot read the config: {why}; a config is a few kilobytes"
         )),
         why => error(format!("cannot read the config: {why}")),
@@ -232,7 +229,7 @@ pub(crate) fn refuse_unknown(
     unmodelled: &[(&str, &str)],
 ) -> Result<(), ImportError> {
     for key in object.keys() {
-        let key_shown = crate::escape::user_text(key);
+        let key_shown = crate::base::escape::user_text(key);
         let field = if prefix.is_empty() {
             key_shown.into_owned()
         } else {
@@ -247,7 +244,7 @@ pub(crate) fn refuse_unknown(
             ));
         }
         if !known.contains(&key.as_str()) {
-            let suggestion = crate::suggest::did_you_mean(key, known.iter().copied())
+            let suggestion = crate::base::suggest::did_you_mean(key, known.iter().copied())
                 .map(|near| format!(" (did you mean `{near}`?)"))
                 .unwrap_or_default();
             return Err(field_error(
@@ -260,116 +257,4 @@ pub(crate) fn refuse_unknown(
         }
     }
     Ok(())
-}
-
-impl Imported {
-    /// Applies the imported settings to `policy`, except those it writes itself (`written`
-    /// names them, as keys of its table).
-    pub fn apply(&self, policy: &mut Policy, written: &[String]) {
-        let free = |key: &str| !written.iter().any(|w| w == key);
-        if let (Some(timeout), true) = (self.attempt_timeout, free("attempt_timeout")) {
-            policy.attempt_timeout = Some(timeout);
-        }
-        if let (Some(deadline), true) = (self.deadline, free("deadline")) {
-            policy.deadline = Some(deadline);
-        }
-        self.apply_shared(
-            Shared {
-                base: &mut policy.base,
-                cap: &mut policy.cap,
-                max_attempts: &mut policy.max_attempts,
-                multiplier: &mut policy.multiplier,
-                retryable_statuses: &mut policy.retryable_statuses,
-                retryable_transport_errors: &mut policy.retryable_transport_errors,
-                jitter: &mut policy.jitter,
-                retry_after: &mut policy.retry_after,
-                hedging: &mut policy.hedging,
-                controls: &mut policy.controls,
-            },
-            &free,
-        );
-    }
-
-    /// Applies the imported settings to a tier's `retry` table, except those it writes itself.
-    /// A call timeout (gRPC's `timeout`) bounds the deadline the call inherits from its caller,
-    /// as a gRPC server propagating deadlines applies the earlier of the two.
-    pub fn apply_to_call(&self, retry: &mut CallRetry, written: &[String]) {
-        let free = |key: &str| !written.iter().any(|w| w == key);
-        if let (Some(timeout), true) = (self.attempt_timeout, free("attempt_timeout")) {
-            retry.attempt_timeout = timeout;
-        }
-        if let (Some(deadline), true) = (self.deadline, free("deadline")) {
-            retry.deadline = CallDeadline::PropagateAtMost(deadline);
-        }
-        self.apply_shared(
-            Shared {
-                base: &mut retry.base,
-                cap: &mut retry.cap,
-                max_attempts: &mut retry.max_attempts,
-                multiplier: &mut retry.multiplier,
-                retryable_statuses: &mut retry.retryable_statuses,
-                retryable_transport_errors: &mut retry.retryable_transport_errors,
-                jitter: &mut retry.jitter,
-                retry_after: &mut retry.retry_after,
-                hedging: &mut retry.hedging,
-                controls: &mut retry.controls,
-            },
-            &free,
-        );
-    }
-
-    /// The settings a policy and a tier's `retry` table have alike.
-    fn apply_shared(&self, target: Shared<'_>, free: &dyn Fn(&str) -> bool) {
-        if let (Some(base), true) = (self.base, free("base")) {
-            *target.base = base;
-        }
-        if let (Some(cap), true) = (self.cap, free("cap")) {
-            *target.cap = toml::Spanned::new(0..0, cap);
-        }
-        if let (Some(max), true) = (self.max_attempts, free("max_attempts")) {
-            *target.max_attempts = Bounded(max);
-        }
-        if let (Some(multiplier), true) = (self.multiplier, free("multiplier")) {
-            *target.multiplier = Positive(multiplier);
-        }
-        if let (Some(statuses), true) = (&self.retryable_statuses, free("retryable_statuses")) {
-            *target.retryable_statuses = statuses.iter().map(|&s| Bounded(u64::from(s))).collect();
-        }
-        if let (Some(errors), true) = (
-            &self.retryable_transport_errors,
-            free("retryable_transport_errors"),
-        ) {
-            target.retryable_transport_errors.clone_from(errors);
-        }
-        if let (Some(jitter), true) = (self.jitter, free("jitter")) {
-            *target.jitter = jitter;
-        }
-        if let (Some(mode), true) = (self.retry_after, free("retry_after")) {
-            *target.retry_after = mode;
-        }
-        if let (Some(hedging), true) = (&self.hedging, free("hedging")) {
-            *target.hedging = Some(toml::Spanned::new(0..0, hedging.clone()));
-        }
-        if free("controls") {
-            *target.controls = self
-                .controls
-                .iter()
-                .map(|control| toml::Spanned::new(0..0, control.clone()))
-                .collect();
-        }
-    }
-}
-
-/// The retry settings a `[[policy]]` and a tier's `retry` table share, to be written.
-struct Shared<'a> {
-    base: &'a mut Duration,
-    cap: &'a mut toml::Spanned<Duration>,
-    max_attempts: &'a mut Bounded<0, 100>,
-    multiplier: &'a mut Positive,
-    retryable_statuses: &'a mut Vec<Bounded<400, 599>>,
-    retryable_transport_errors: &'a mut Vec<TransportError>,
-    jitter: &'a mut Jitter,
-    retry_after: &'a mut RetryAfterMode,
-    hedging: &'a mut Option<toml::Spanned<Hedging>>,
-    controls: &'a mut Vec<toml::Spanned<ControlSpec>>,
 }

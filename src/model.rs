@@ -8,30 +8,33 @@
 //! validated scenario; nothing downstream of it reads the scenario types.
 
 mod describe;
+pub mod overload;
 
 pub use describe::{
     CallerText, EffectivePolicies, PolicyText, attempt_timeout_text, effective_policies,
 };
 
-use crate::backoff::Jitter;
-use crate::capacity::CapacityCurve;
+use crate::base::capacity::CapacityCurve;
+use crate::base::distribution::Distribution;
 use crate::control::{ControlKind, ControlModel};
-use crate::decision::{StatusSet, is_idempotent_method};
-use crate::distribution::Distribution;
-use crate::metrics::{HealthRule, Incident};
-use crate::retry_after::RetryAfterMode;
+use crate::retry::backoff::Jitter;
+use crate::retry::decision::{StatusSet, is_idempotent_method};
+use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::incident::Window as IncidentWindow;
+use crate::vocabulary::metric::{HealthRule, Incident};
 use toml::Spanned;
 
+use crate::base::time::{MICROS_PER_SECOND, Micros};
+use crate::base::values::{Bounded, Probability};
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
     InFlightRepeat, LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service,
     Start, TransportError, Workload,
 };
-use crate::service::limit::{EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig};
-use crate::service::queue::{self, Discipline};
-use crate::time::{MICROS_PER_SECOND, Micros};
-use crate::values::{Bounded, Probability};
+use overload::{
+    DEFAULT_INTERVAL, DEFAULT_TARGET, Discipline, EnvoyGradientConfig, Gradient2Config,
+    LimitAlgorithm, VegasConfig,
+};
 
 /// A service's position in [`Model::services`].
 pub type ServiceId = u16;
@@ -586,8 +589,9 @@ impl ServiceModel {
                 |cost| {
                     let cost = cost.get_ref();
                     let mean = service.service_time.mean_micros();
-                    let micros =
-                        |factor: crate::values::Factor| (factor.get() * mean).round() as Micros;
+                    let micros = |factor: crate::base::values::Factor| {
+                        (factor.get() * mean).round() as Micros
+                    };
                     RejectionCosts {
                         queue_full: micros(cost.queue_full),
                         rate_limit: micros(cost.rate_limit),
@@ -698,10 +702,10 @@ fn discipline(config: Option<&QueueDiscipline>) -> Discipline {
     };
     let target = config
         .target
-        .map_or(queue::DEFAULT_TARGET, |target| target.micros());
+        .map_or(DEFAULT_TARGET, |target| target.micros());
     let interval = config
         .interval
-        .map_or(queue::DEFAULT_INTERVAL, |interval| interval.micros());
+        .map_or(DEFAULT_INTERVAL, |interval| interval.micros());
     match config.kind {
         DisciplineKind::Fifo => Discipline::Fifo,
         DisciplineKind::Lifo => Discipline::Lifo,
@@ -713,7 +717,7 @@ fn discipline(config: Option<&QueueDiscipline>) -> Discipline {
 /// The limit algorithm a service's `concurrency_limit` table describes: the published
 /// defaults, with the bounds the table gives.
 fn limit_algorithm(config: &ConcurrencyLimit) -> LimitAlgorithm {
-    let given = |bound: Option<crate::values::Bounded<1, 10_000_000>>, default: u64| {
+    let given = |bound: Option<crate::base::values::Bounded<1, 10_000_000>>, default: u64| {
         bound.map_or(default, |bound| bound.get())
     };
     match config.algorithm {

@@ -13,6 +13,8 @@
 //! | `scenario.toml` | the scenario as run, every default written out |
 //! | `trace.csv` (`--trace`) | one per attempt, see [`TraceWriter`] |
 
+pub mod charts;
+pub mod report;
 pub mod staging;
 
 use std::fs::{self, File};
@@ -21,14 +23,14 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
+use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::{AttemptRecord, Observer};
-use crate::metrics::{
-    METRICS, SERVICE_COUNTS, SERVICE_METRICS, SERVICE_STATE, ServiceSummary, Unit, format_metric,
-    metric_names,
-};
-use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
-use crate::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
+use crate::vocabulary::metric::{
+    METRICS, SERVICE_METRICS, ServiceSummary, Unit, format_metric, metric_names,
+};
+use crate::vocabulary::outcome::FailureReason;
 
 /// A file a run writes: its name, whether this run writes it, and how to render it.
 pub struct Artifact {
@@ -238,7 +240,7 @@ pub fn services_header() -> Vec<String> {
 
 /// One row per policy, service and bucket: what the service's callers sent it (`requests`:
 /// first attempts, retries and status checks), what it did with them, its state at the
-/// bucket's end, its capacity ([`crate::metrics::ServiceBucket::capacity_rps`], empty when a
+/// bucket's end, its capacity ([`crate::vocabulary::counts::ServiceBucket::capacity_rps`], empty when a
 /// calling service let go of nothing in the bucket), its wasted work and its workers' time.
 pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
     let rows = run.policies.iter().flat_map(|policy| {

@@ -3,15 +3,19 @@
 //! Each policy is one single-threaded simulation of its own [`Model`] (the scenario as that
 //! policy sees it); rayon runs the policies side by side and the results come back in the
 //! scenario's policy order, so the output is the same bytes whatever the number of threads.
+//! What a run will cost is estimated beforehand, from the scenario alone ([`cost`]).
+
+pub mod cost;
 
 use std::time::{Duration as WallDuration, Instant};
 
 use rayon::prelude::*;
 
+use crate::engine::counters::Measurements;
 use crate::engine::{Observer, Stalled, simulate};
-use crate::metrics::{Measurements, ServiceSummary, Summary};
 use crate::model::Model;
 use crate::scenario::{Overrides, Policy, Scenario};
+use crate::vocabulary::metric::{ServiceSummary, Summary};
 
 /// One policy's results.
 #[derive(Debug)]

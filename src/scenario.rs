@@ -9,9 +9,10 @@
 //!
 //! Validation happens while reading (types, unknown keys, ranges of single values) and right
 //! after (relations between values: cap below base, unsorted capacity points, ...). Every error
-//! names the file, line and column, and says what would be valid; see [`load`].
+//! names the file, line and column, and says what would be valid; see [`crate::import::load`].
 
 mod controls;
+mod imported;
 pub mod incident;
 mod load;
 mod overload;
@@ -22,10 +23,12 @@ mod zero_time;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+pub use crate::base::capacity::CapacityPoint;
 pub use controls::ControlSpec;
+pub use imported::Imported;
 pub use load::{
-    ConfigFiles, ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,
-    check_resolved_fits, load, load_str, load_with_configs, read_scenario,
+    ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,
+    check_resolved_fits, load_with_configs, read_scenario,
 };
 pub use overload::{
     Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
@@ -34,11 +37,20 @@ pub use overload::{
 pub use validate::{check_policy_name, longest_operation};
 pub use zero_time::{instant_ends, least_operation_micros, refuses_locally};
 
-use crate::backoff::Jitter;
-use crate::distribution::Distribution;
-use crate::retry_after::RetryAfterMode;
-use crate::time::Duration;
-use crate::values::{AtLeastOne, Bounded, Factor, Name, Positive, Probability, ServiceName};
+use crate::base::distribution::Distribution;
+use crate::base::time::Duration;
+use crate::base::values::{AtLeastOne, Bounded, Factor, Name, Positive, Probability, ServiceName};
+use crate::retry::backoff::Jitter;
+use crate::retry::retry_after::RetryAfterMode;
+
+/// A problem found while validating: the span of the value it is about, and what is wrong.
+type Problem = (std::ops::Range<usize>, String);
+
+/// The span of `value` if it was written in the file, else `fallback` (defaults have no span).
+fn span_of<T>(value: &Spanned<T>, fallback: std::ops::Range<usize>) -> std::ops::Range<usize> {
+    let span = value.span();
+    if span.is_empty() { fallback } else { span }
+}
 
 /// A whole scenario file.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -164,7 +176,7 @@ pub struct RecoveryRule {
     #[serde(default = "defaults::max_retries")]
     pub max_retries: Factor,
     /// The time the counts are summed over before the rule is applied (default 1 s, rounded
-    /// up to whole steps of the health series: see [`crate::metrics::health_step`]).
+    /// up to whole steps of the health series: see [`crate::vocabulary::counts::health_step`]).
     #[serde(default = "defaults::health_window")]
     pub window: Spanned<Duration>,
 }
@@ -477,10 +489,10 @@ pub enum AttemptTimeout {
 
 impl AttemptTimeout {
     /// The timeout in microseconds; `None` is longer than any deadline.
-    pub fn limit_micros(self) -> crate::time::Micros {
+    pub fn limit_micros(self) -> crate::base::time::Micros {
         match self {
             AttemptTimeout::After(timeout) => timeout.micros(),
-            AttemptTimeout::None => crate::time::Micros::MAX,
+            AttemptTimeout::None => crate::base::time::Micros::MAX,
         }
     }
 }
@@ -553,16 +565,6 @@ pub struct Errors {
     /// Status of such a failure (default 503).
     #[serde(default = "defaults::overload_status")]
     pub status: Bounded<400, 599>,
-}
-
-/// `{ at = "20s", factor = 0.0 }`: a point of a piecewise-linear curve over time.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct CapacityPoint {
-    /// When.
-    pub at: Spanned<Duration>,
-    /// Fraction of `workers` available, 0 to 100.
-    pub factor: Factor,
 }
 
 /// What the upstream does while its capacity is zero.

@@ -12,9 +12,12 @@
 //! sharding exact: `--shard K/N` runs only the points `p` with `p % N == K`, and `merge`
 //! rebuilds, from the shards' `results.csv`, the same bytes a single run writes.
 
+mod aggregate;
 pub mod analysis;
 pub mod check;
+pub mod heatmap;
 pub mod interval;
+pub mod pareto;
 pub mod recommendation;
 pub mod report;
 pub mod requirement;
@@ -29,16 +32,16 @@ use std::sync::{Mutex, PoisonError};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
+use crate::base::time::Duration;
 use crate::engine::Quiet;
-use crate::import::{ImportError, read_config};
-use crate::metrics::{Better, METRICS, NamedMetric};
+use crate::import::{ImportError, Imported, import_text_of, read_config};
 use crate::model::Model;
+use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
 use crate::scenario::{ConfigSource, Override, Scenario, ScenarioError, load_with_configs};
-use crate::time::Duration;
+use crate::vocabulary::metric::{Better, METRICS, NamedMetric};
 
-pub use crate::metrics::parse_metric;
+pub use crate::vocabulary::metric::parse_metric;
 pub use requirement::Requirement;
 
 /// At most this many (point, seed) simulations in one sweep.
@@ -235,6 +238,14 @@ struct SweepConfigs<'a> {
 }
 
 impl ConfigSource for SweepConfigs<'_> {
+    fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String> {
+        let text = self.text(path).map_err(|error| error.to_string())?;
+        import_text_of(path, &text, method).map_err(|error| error.to_string())
+    }
+}
+
+impl SweepConfigs<'_> {
+    /// The text of the config at `path`: pinned, or read once while preparing.
     fn text(&self, path: &Path) -> Result<String, ImportError> {
         let key = path.display().to_string();
         if let Some(text) = self.pinned.get(&key) {
@@ -540,7 +551,7 @@ impl SweepSpec {
                     .values()
                     .map(String::len)
                     .sum::<usize>(),
-                crate::text_file::byte_size(MAX_MANIFEST_BYTES)
+                crate::base::text_file::byte_size(MAX_MANIFEST_BYTES)
             )));
         }
         Ok(prepared)
@@ -1036,8 +1047,11 @@ mod tests {
             ("p99_ms", f64::NAN, ""),
             ("recovery_s", f64::INFINITY, "never"),
         ] {
-            let metric = crate::metrics::metric(name).expect("a known metric");
-            assert_eq!(crate::metrics::format_metric(metric, value), text);
+            let metric = crate::vocabulary::metric::metric(name).expect("a known metric");
+            assert_eq!(
+                crate::vocabulary::metric::format_metric(metric, value),
+                text
+            );
             let back = parse_metric(text).unwrap();
             assert!(back == value || (back.is_nan() && value.is_nan()));
         }

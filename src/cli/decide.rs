@@ -4,13 +4,13 @@ use std::io::{self, Write};
 use std::process::ExitCode;
 
 use clap::{ArgGroup, Args};
-use retrystorm::backoff::Jitter;
-use retrystorm::decide::{Case, run_batch};
-use retrystorm::decision::{
+use retrystorm::retry::backoff::Jitter;
+use retrystorm::retry::decide::{Case, run_batch};
+use retrystorm::retry::decision::{
     DEFAULT_BASE_MS, DEFAULT_CAP_MS, DEFAULT_MAX_ATTEMPTS, DEFAULT_MULTIPLIER, DEFAULT_RANDOM,
     RetryInput, known_method,
 };
-use retrystorm::retry_after::RetryAfterMode;
+use retrystorm::retry::retry_after::RetryAfterMode;
 
 /// The decision's inputs. Numbers follow the article's JavaScript semantics: fractions are
 /// allowed, and NaN or inf are answered with the reason the procedure gives.
@@ -98,7 +98,7 @@ pub struct DecideArgs {
     batch: bool,
 }
 
-/// `--method`'s value: a method of [`retrystorm::decision::HTTP_METHODS`] spelled exactly, else clap's usage error
+/// `--method`'s value: a method of [`retrystorm::retry::decision::HTTP_METHODS`] spelled exactly, else clap's usage error
 /// (exit 2) with the valid list.
 fn method(text: &str) -> Result<String, String> {
     known_method(text).map(str::to_string)

@@ -51,7 +51,7 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
     writeln!(
         out,
         "# Imported from {} ({}).",
-        retrystorm::escape::user_text(&args.config.display().to_string()),
+        retrystorm::base::escape::user_text(&args.config.display().to_string()),
         imported.source
     )?;
     for note in &imported.notes {

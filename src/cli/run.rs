@@ -12,17 +12,18 @@ use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
 use rayon::prelude::*;
-use retrystorm::charts::{Chart, Format, render};
+use retrystorm::base::time::Micros;
 use retrystorm::claims::evaluate;
-use retrystorm::cost::{Estimate, memory_limit};
 use retrystorm::engine::{AttemptRecord, Observer};
+use retrystorm::import::load;
 use retrystorm::model::effective_policies;
+use retrystorm::output::charts::{Chart, Format, render};
+use retrystorm::output::report::report_html;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
-use retrystorm::report::report_html;
+use retrystorm::run::cost::{Estimate, memory_limit};
 use retrystorm::run::{ScenarioRun, run_scenario};
-use retrystorm::scenario::{Override, Scenario, load, longest_operation};
-use retrystorm::time::Micros;
+use retrystorm::scenario::{Override, Scenario, longest_operation};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {

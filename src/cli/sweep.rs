@@ -11,9 +11,10 @@ use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
 use super::run::{commit, within_cost_limit};
-use retrystorm::charts::Format;
+use retrystorm::import::load_str;
+use retrystorm::output::charts::Format;
 use retrystorm::output::staging::StagedFolder;
-use retrystorm::scenario::{Override, check_resolved_fits, load_str, read_scenario};
+use retrystorm::scenario::{Override, check_resolved_fits, read_scenario};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
 

@@ -24,7 +24,7 @@
 //! would block without limit).
 
 use super::{AttemptEnd, Control};
-use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::base::time::{MICROS_PER_SECOND, Micros};
 
 /// CUBIC's multiplicative decrease.
 const BETA: f64 = 0.7;
@@ -180,7 +180,7 @@ impl Control for AwsAdaptive {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::AttemptOutcome;
+    use crate::vocabulary::outcome::AttemptOutcome;
 
     fn response(status: u16) -> AttemptEnd {
         AttemptEnd {

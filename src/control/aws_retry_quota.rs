@@ -8,7 +8,7 @@
 //! first attempt.
 
 use super::{CallEnd, Control};
-use crate::time::Micros;
+use crate::base::time::Micros;
 
 /// Settings of the quota, defaults the SDKs' (classic standard mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -22,8 +22,8 @@
 //! 100 calls, 100 calls at least, 60 s open, 10 calls half-open.
 
 use super::{AttemptEnd, Control, SlidingWindow};
-use crate::random::Stream;
-use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::base::random::Stream;
+use crate::base::time::{MICROS_PER_SECOND, Micros};
 
 /// Settings of the breaker.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -263,8 +263,8 @@ impl Control for CircuitBreaker {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::AttemptOutcome;
-    use crate::random::Purpose;
+    use crate::base::random::Purpose;
+    use crate::vocabulary::outcome::AttemptOutcome;
     use proptest::prelude::*;
     use proptest::test_runner::{Config, RngSeed};
 

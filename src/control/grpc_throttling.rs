@@ -13,7 +13,7 @@
 //! config (the gRFC's example is `maxTokens = 10`, `tokenRatio = 0.1`).
 
 use super::{AttemptEnd, CallEnd, Control};
-use crate::time::Micros;
+use crate::base::time::Micros;
 
 /// Thousandths per token.
 const MILLI: i64 = 1000;
@@ -75,7 +75,7 @@ impl Control for GrpcThrottling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::AttemptOutcome;
+    use crate::vocabulary::outcome::AttemptOutcome;
 
     fn failure() -> AttemptEnd {
         AttemptEnd {

@@ -18,7 +18,7 @@
 //!   (`circuit_breaker.proto`).
 
 use super::{AttemptEnd, Control, SlidingWindow};
-use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::base::time::{MICROS_PER_SECOND, Micros};
 
 /// Finagle's scale: one deposit.
 const DEPOSIT: i64 = 1000;
@@ -174,7 +174,7 @@ impl Control for ConcurrencyBudget {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::AttemptOutcome;
+    use crate::vocabulary::outcome::AttemptOutcome;
 
     /// Finagle's `RetryBudget()` (`RetryBudget.scala`): 20%, 10 retries/s, ttl 10 s. The
     /// reserve is `10 * 10 * 5000`, a balance of 100 retries, and every 5 deposits of 1000 buy

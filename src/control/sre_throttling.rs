@@ -16,8 +16,8 @@
 //! error it produced after accepting it; rejections, resets and timeouts are not.
 
 use super::{AttemptEnd, Control, SlidingWindow};
-use crate::random::Stream;
-use crate::time::{MICROS_PER_SECOND, Micros};
+use crate::base::random::Stream;
+use crate::base::time::{MICROS_PER_SECOND, Micros};
 
 /// Slices of the window.
 pub(super) const SLICES: usize = 24;
@@ -81,8 +81,8 @@ impl Control for SreThrottling {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outcome::AttemptOutcome;
-    use crate::random::Purpose;
+    use crate::base::random::Purpose;
+    use crate::vocabulary::outcome::AttemptOutcome;
 
     fn ended(outcome: AttemptOutcome) -> AttemptEnd {
         AttemptEnd {

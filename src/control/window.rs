@@ -15,7 +15,7 @@
 
 use std::collections::VecDeque;
 
-use crate::time::Micros;
+use crate::base::time::Micros;
 
 /// `K` sums over the last `slices` slices of `slice` microseconds each.
 #[derive(Debug, Clone)]

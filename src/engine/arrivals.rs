@@ -6,9 +6,9 @@
 //! where the logarithms of the gaps overlap one another, instead of one per event with the
 //! event waiting for it: the same draws, in the same order, giving the same arrivals.
 
-use crate::capacity::CapacityCurve;
-use crate::random::Stream;
-use crate::time::Micros;
+use crate::base::capacity::CapacityCurve;
+use crate::base::random::Stream;
+use crate::base::time::Micros;
 
 /// Arrivals drawn per batch.
 const BATCH: usize = 64;

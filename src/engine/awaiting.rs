@@ -7,7 +7,7 @@
 //! apart, eight bytes per attempt slot in one dense table that stays in the cache, and a timer
 //! whose attempt was answered is dropped without reading the record.
 
-use crate::slab::Key;
+use crate::base::slab::Key;
 
 /// Per attempt slot: the generation of the attempt in it that its caller awaits, or [`NONE`].
 #[derive(Debug, Default)]

@@ -7,15 +7,15 @@ use super::{
     Attempt, AttemptRecord, DownstreamCall, Engine, Event, LastRetry, MAX_INSTANT_OPERATIONS,
     Observer, Operation, Reply, Stage, Stalled,
 };
+use crate::base::random::Stream;
+use crate::base::slab::Key;
+use crate::base::time::{MICROS_PER_MS, Micros};
 use crate::control::{AttemptEnd, CallEnd, ControlSet};
-use crate::decision::{Decision, RetryInput, StopReason, plan_retry};
 use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId};
-use crate::outcome::{AttemptOutcome, FailureReason, NextStep};
-use crate::random::Stream;
-use crate::retry_after::RetryAfterMode;
+use crate::retry::decision::{Decision, RetryInput, StopReason, plan_retry};
+use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::TransportError;
-use crate::slab::Key;
-use crate::time::{MICROS_PER_MS, Micros};
+use crate::vocabulary::outcome::{AttemptOutcome, FailureReason, NextStep};
 
 /// The failure without a response an attempt ended with, if it did.
 fn transport_error(timed_out: bool, reply: Reply) -> Option<TransportError> {

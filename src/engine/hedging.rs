@@ -14,11 +14,11 @@
 
 use super::client::Passage;
 use super::{AttemptRecord, Engine, Event, HedgeState, MAX_HEDGES, Observer};
-use crate::decision::StopReason;
+use crate::base::slab::Key;
+use crate::base::time::Micros;
 use crate::model::HedgingModel;
-use crate::outcome::{AttemptOutcome, FailureReason, NextStep};
-use crate::slab::Key;
-use crate::time::Micros;
+use crate::retry::decision::StopReason;
+use crate::vocabulary::outcome::{AttemptOutcome, FailureReason, NextStep};
 
 impl<O: Observer> Engine<'_, O> {
     /// Makes the call at `key` a hedged one, before its first attempt.

@@ -3,13 +3,13 @@
 //! [`Service`]'s own; this is where they meet the requests' records and the network.
 
 use super::{Attempt, DownstreamCall, Engine, Event, Observer, Reply, Stage};
-use crate::idempotency::{KeyState, KeyVerdict};
+use crate::base::slab::Key;
+use crate::base::time::Micros;
+use crate::engine::idempotency::{KeyState, KeyVerdict};
+use crate::engine::service::queue::Dequeued;
+use crate::engine::service::{Admission, Refusal, Service};
 use crate::model::{RejectionKind, ServiceId};
 use crate::scenario::InFlightRepeat;
-use crate::service::queue::Dequeued;
-use crate::service::{Admission, Refusal, Service};
-use crate::slab::Key;
-use crate::time::Micros;
 
 /// What a worker holds: a request at its service since `start`.
 #[derive(Debug, Clone, Copy)]

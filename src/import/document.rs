@@ -8,7 +8,7 @@
 //! - **Size and depth of YAML** ([`super::yaml_limits`]): checked on the parser's events before
 //!   any value is built.
 //!
-//! The file itself is read by [`crate::text_file`], at most [`super::MAX_CONFIG_BYTES`]. A
+//! The file itself is read by [`crate::base::text_file`], at most [`super::MAX_CONFIG_BYTES`]. A
 //! parser's message is escaped as user text: serde_norway's names the path of keys as written.
 
 use std::fmt;
@@ -18,7 +18,7 @@ use serde::de::{DeserializeSeed, Deserializer, Error, MapAccess, SeqAccess, Visi
 use serde_json::{Map, Number, Value};
 
 use super::{ImportError, yaml_limits};
-use crate::escape::user_text;
+use crate::base::escape::user_text;
 
 /// Reads `text` as YAML (`yaml`) or JSON into one value.
 pub fn parse(text: &str, yaml: bool) -> Result<Value, ImportError> {

@@ -23,13 +23,13 @@
 use serde_json::{Map, Value};
 
 use super::{ImportError, Imported, field_error, integer, positive_seconds, refuse_unknown};
-use crate::backoff::Jitter;
+use crate::base::time::Duration;
+use crate::base::values::{Bounded, BudgetPercent};
 use crate::control::ControlKind;
-use crate::decision::StatusSet;
-use crate::retry_after::RetryAfterMode;
+use crate::retry::backoff::Jitter;
+use crate::retry::decision::StatusSet;
+use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::{AttemptTimeout, ControlSpec, TransportError};
-use crate::time::Duration;
-use crate::values::{Bounded, BudgetPercent};
 
 /// Envoy's default `retry_back_off.base_interval`.
 const DEFAULT_BASE: Duration = Duration::from_ms(25);

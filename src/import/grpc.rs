@@ -31,12 +31,12 @@
 use serde_json::{Map, Value};
 
 use super::{ImportError, Imported, field_error, positive_seconds, refuse_unknown};
-use crate::backoff::Jitter;
+use crate::base::values::{Bounded, Positive};
 use crate::control::ControlKind;
-use crate::decision::StatusSet;
-use crate::retry_after::RetryAfterMode;
+use crate::retry::backoff::Jitter;
+use crate::retry::decision::StatusSet;
+use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::{AttemptTimeout, ControlSpec, TransportError};
-use crate::values::{Bounded, Positive};
 
 /// gRPC clients clamp `maxAttempts` to this by default.
 const MAX_ATTEMPTS_CLAMP: u64 = 5;
@@ -150,7 +150,7 @@ fn choose<'v>(
                 "methodConfig",
                 format!(
                     "no entry applies to {:?} (by its service and method, its service, or a default entry `{{}}`); the names are {}",
-                    crate::escape::user_text(method),
+                    crate::base::escape::user_text(method),
                     all.join(", ")
                 ),
             )
@@ -270,7 +270,7 @@ fn names(entry: &Value) -> Vec<String> {
                 None if service.is_empty() => "{}".to_string(),
                 None => service,
             };
-            crate::escape::user_text(&shown).into_owned()
+            crate::base::escape::user_text(&shown).into_owned()
         })
         .collect()
 }
@@ -472,7 +472,7 @@ fn hedging_policy(
     }
     let delay = match policy.get("hedgingDelay") {
         Some(delay) => super::seconds(delay, &format!("{prefix}.hedgingDelay"))?,
-        None => crate::time::Duration(0),
+        None => crate::base::time::Duration(0),
     };
     let statuses: Vec<u16> = match policy.get("nonFatalStatusCodes") {
         None => Vec::new(),

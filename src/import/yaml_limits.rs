@@ -141,7 +141,7 @@ impl Counter {
                 if self.open.iter().any(|o| o.anchor.as_ref() == Some(&name)) {
                     return Err(refuse(format!(
                         "the alias *{} is inside the node it names: it would repeat without end",
-                        crate::escape::user_text(&shown)
+                        crate::base::escape::user_text(&shown)
                     )));
                 }
                 // An unknown anchor is the parser's error to report.
@@ -151,14 +151,14 @@ impl Counter {
                 if self.open.len() + size.depth > MAX_DEPTH {
                     return Err(refuse(format!(
                         "the alias *{} nests its anchor's {} levels more than {MAX_DEPTH} sequences or mappings deep",
-                        crate::escape::user_text(&shown),
+                        crate::base::escape::user_text(&shown),
                         size.depth
                     )));
                 }
                 self.count(size.values).map_err(|message| {
                     refuse(format!(
                         "the alias *{} repeats {} values: {message}",
-                        crate::escape::user_text(&shown),
+                        crate::base::escape::user_text(&shown),
                         size.values
                     ))
                 })?;

@@ -12,9 +12,9 @@
 use std::fmt;
 
 use super::{CallerPolicy, Deadline, Model};
-use crate::backoff::JitterStrategy;
+use crate::base::time::{Duration, Micros};
+use crate::retry::backoff::JitterStrategy;
 use crate::scenario::{Scenario, TransportError};
-use crate::time::{Duration, Micros};
 
 /// A caller's policy in words, one field per aspect (the report's columns).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,14 +9,16 @@
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::base::time::{Duration, MICROS_PER_SECOND};
+use crate::base::values::{Bounded, BudgetPercent, Percent, Positive};
 use crate::control::aws_retry_quota::AwsRetryQuotaConfig;
 use crate::control::circuit_breaker::{BreakerWindow, CircuitBreakerConfig};
 use crate::control::grpc_throttling::GrpcThrottlingConfig;
 use crate::control::retry_budget::{ConcurrencyBudgetConfig, WindowedBudgetConfig};
 use crate::control::sre_throttling::SreThrottlingConfig;
 use crate::control::{ControlConfig, ControlKind, ControlModel, Scope};
-use crate::time::{Duration, MICROS_PER_SECOND};
-use crate::values::{Bounded, BudgetPercent, Percent, Positive};
+
+use super::Problem;
 
 /// `{ kind = "retry-budget", percent = 20, min_per_s = 10, ttl = "10s" }`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -388,4 +390,14 @@ impl ControlSpec {
             half_open_calls: None,
         }
     }
+}
+/// Each control's settings belong to its kind, and the required ones are there.
+pub(super) fn validate_controls(controls: &[Spanned<ControlSpec>]) -> Result<(), Problem> {
+    for control in controls {
+        control
+            .get_ref()
+            .check()
+            .map_err(|message| (control.span(), message))?;
+    }
+    Ok(())
 }

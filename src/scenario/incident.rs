@@ -18,17 +18,12 @@
 //! `never`. After reading, the incident is written out as `start` and `end` (`end` left out
 //! when it does not end), so the `scenario.toml` a run writes says which window it used.
 
-use std::ops::Range;
-
 use toml::Spanned;
 
-use super::validate::span_of;
-use super::{CapacityPoint, IncidentSpec, Scenario};
-use crate::capacity::CapacityCurve;
-use crate::suggest::did_you_mean;
-use crate::time::{Duration, Micros};
-
-type Problem = (Range<usize>, String);
+use super::{CapacityPoint, IncidentSpec, Problem, Scenario, span_of};
+use crate::base::capacity::CapacityCurve;
+use crate::base::suggest::did_you_mean;
+use crate::base::time::{Duration, Micros};
 
 /// The key that names the clients' load curve in `[incident] from`.
 const LOAD: &str = "clients.load";

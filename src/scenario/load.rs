@@ -17,10 +17,10 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 use super::incident::resolve_incident;
 use super::topology::resolve_defaults;
 use super::validate::validate;
-use super::{DEFAULT_POLICY_NAME, Overrides, Scenario};
-use crate::escape::user_text;
-use crate::suggest::did_you_mean;
-use crate::text_file::{TextFileError, byte_size, read_text};
+use super::{DEFAULT_POLICY_NAME, Imported, Overrides, Scenario};
+use crate::base::escape::user_text;
+use crate::base::suggest::did_you_mean;
+use crate::base::text_file::{TextFileError, byte_size, read_text};
 
 /// `KEY=VALUE` from `--set`: a dotted path into the scenario and a TOML value. A value that is
 /// not valid TOML is taken as a string, so `--set upstream.outage=crash` and
@@ -133,31 +133,15 @@ pub const MAX_SCENARIO_BYTES: u64 = 4 * 1024 * 1024;
 pub const RESOLVED_HEADER: &str =
     "# The scenario exactly as simulated: every default written out.\n";
 
-/// Where the configs a scenario's `import`s name are read from. A run reads the files
-/// ([`ConfigFiles`]); a sweep reads each once and keeps its text, so that every point, every
-/// shard and `merge` see the same bytes, and `merge` reads no path a shard names.
+/// How the configs a scenario's `import`s name become settings: the narrow interface through
+/// which the importers (the layer above) are handed to the loader, so that this layer knows
+/// neither where configs are read from nor their formats. A run reads the files; a sweep reads
+/// each once and keeps its text, so that every point, every shard and `merge` see the same
+/// bytes, and `merge` reads no path a shard names.
 pub trait ConfigSource: Sync {
-    /// The text of the config at `path` (the scenario's folder joined with the `import`).
-    fn text(&self, path: &Path) -> Result<String, crate::import::ImportError>;
-}
-
-/// The config files themselves, read as `import` files are ([`crate::import::read_config`]).
-pub struct ConfigFiles;
-
-impl ConfigSource for ConfigFiles {
-    fn text(&self, path: &Path) -> Result<String, crate::import::ImportError> {
-        crate::import::read_config(path)
-    }
-}
-
-/// Reads, overrides and validates the scenario file at `path`, and checks that its resolved
-/// form would reload ([`check_resolved_fits`]).
-pub fn load(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
-    let label = path.display().to_string();
-    let text = read_scenario(path)?;
-    let scenario = load_str(&text, &label, overrides)?;
-    check_resolved_fits(&scenario, &label)?;
-    Ok(scenario)
+    /// The settings of the config at `path` (the scenario's folder joined with the `import`),
+    /// for `method` where it has several; the error names the config and the field.
+    fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String>;
 }
 
 /// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
@@ -208,17 +192,9 @@ pub fn check_resolved_fits(scenario: &Scenario, label: &str) -> Result<(), Scena
     Ok(())
 }
 
-/// Like [`load`], with the file's text given; `label` names it in errors, and its folder is
-/// where `import`s are read from. The resolved form is not checked.
-pub fn load_str(
-    text: &str,
-    label: &str,
-    overrides: &[Override],
-) -> Result<Scenario, ScenarioError> {
-    load_with_configs(text, label, overrides, &ConfigFiles)
-}
-
-/// Like [`load_str`], with the configs that `import`s name read from `configs`.
+/// Reads, overrides and validates a scenario given as `text`, its `import`s turned into
+/// settings by `configs`; `label` names it in errors, and its folder is where `import`s are
+/// read from. The resolved form is not checked ([`check_resolved_fits`]).
 pub fn load_with_configs(
     text: &str,
     label: &str,
@@ -302,11 +278,24 @@ pub(super) fn apply_overrides(
     let text = scenario.to_resolved_toml();
     // The resolved text has no `import` left: its configs were applied.
     let source =
-        Source::new(&text, "overrides", &list, &ConfigFiles).map_err(|error| error.message)?;
+        Source::new(&text, "overrides", &list, &NoImports).map_err(|error| error.message)?;
     source.read().map_err(|error| match error.location {
         Location::Override { text, .. } => format!("{text}: {}", error.message),
         _ => error.message,
     })
+}
+
+/// The configs of a resolved scenario, which has none: its `import`s were applied when it was
+/// loaded.
+struct NoImports;
+
+impl ConfigSource for NoImports {
+    fn import(&self, path: &Path, _: Option<&str>) -> Result<Imported, String> {
+        Err(format!(
+            "{}: a resolved scenario imports nothing",
+            path.display()
+        ))
+    }
 }
 
 /// The text that is read, and where each of its lines came from.
@@ -460,13 +449,10 @@ impl<'a> Source<'a> {
         &self,
         import: &toml::Spanned<String>,
         method: Option<String>,
-    ) -> Result<crate::import::Imported, ScenarioError> {
+    ) -> Result<Imported, ScenarioError> {
         let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
         let path = folder.join(import.get_ref());
-        let imported = self
-            .configs
-            .text(&path)
-            .and_then(|text| crate::import::import_text_of(&path, &text, method.as_deref()));
+        let imported = self.configs.import(&path, method.as_deref());
         imported.map_err(|error| {
             self.error_at(
                 import.span(),

@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::time::Duration;
-use crate::values::{Bounded, Factor, Probability};
+use crate::base::time::Duration;
+use crate::base::values::{Bounded, Factor, Probability};
 
 /// `rejection_cost = { queue_full = 0.1, ... }`: how long a rejection holds a worker, as a
 /// fraction of the mean service time, per kind of rejection. Rejecting is work: parsing,

@@ -16,10 +16,9 @@ use std::ops::Range;
 
 use toml::Spanned;
 
-use super::validate::span_of;
-use super::{ControlSpec, Scenario, Service, defaults};
-use crate::suggest::did_you_mean;
-use crate::values::Bounded;
+use super::{ControlSpec, Problem, Scenario, Service, defaults, span_of};
+use crate::base::suggest::did_you_mean;
+use crate::base::values::Bounded;
 
 /// At most this many services.
 pub const MAX_SERVICES: usize = 100;
@@ -28,8 +27,6 @@ pub const MAX_CALLS: usize = 16;
 /// The most attempts one user operation may put on one service in the worst case (every
 /// attempt failing, every caller retrying to its limit): beyond it a run could not finish.
 pub const MAX_ATTEMPTS_PER_OPERATION: f64 = 1e6;
-
-type Problem = (Range<usize>, String);
 
 /// Checks the topology of `scenario`; `fallback` is a span for errors about the file as a
 /// whole.
@@ -99,10 +96,11 @@ pub(super) fn validate_topology(
                     ),
                 ));
             }
-            if retry.attempt_timeout == super::AttemptTimeout::After(crate::time::Duration(0)) {
+            if retry.attempt_timeout == super::AttemptTimeout::After(crate::base::time::Duration(0))
+            {
                 return Err((spanned.span(), "attempt_timeout must be above zero".into()));
             }
-            super::validate::validate_controls(&retry.controls)?;
+            super::controls::validate_controls(&retry.controls)?;
         }
     }
     Ok(())

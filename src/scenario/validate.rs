@@ -10,14 +10,15 @@ use std::ops::Range;
 
 use toml::Spanned;
 
+use super::controls::validate_controls;
 use super::incident::validate_incident;
 use super::topology::validate_topology;
 use super::{
-    CapacityPoint, ControlSpec, DisciplineKind, LimitKind, Outage, Policy, RejectionCost, Scenario,
-    Service, Workload,
+    CapacityPoint, DisciplineKind, LimitKind, Outage, Policy, Problem, RejectionCost, Scenario,
+    Service, Workload, span_of,
 };
-use crate::capacity::CapacityCurve;
-use crate::time::Duration;
+use crate::base::capacity::CapacityCurve;
+use crate::base::time::Duration;
 
 /// At most this many time-series buckets: each holds a latency histogram.
 pub const MAX_BUCKETS: u64 = 100_000;
@@ -45,14 +46,6 @@ pub fn check_policy_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-type Problem = (Range<usize>, String);
-
-/// The span of `value` if it was written in the file, else `fallback` (defaults have no span).
-pub(super) fn span_of<T>(value: &Spanned<T>, fallback: Range<usize>) -> Range<usize> {
-    let span = value.span();
-    if span.is_empty() { fallback } else { span }
 }
 
 pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
@@ -309,7 +302,7 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
         }
         // A misspelt or lower-case method would be simulated as a write that is never
         // repeatable (`get` is not `GET`), so only the methods the decision knows are valid.
-        if let Err(error) = crate::decision::known_method(operation.method.get_ref()) {
+        if let Err(error) = crate::retry::decision::known_method(operation.method.get_ref()) {
             return Err((
                 span_of(&operation.method, operation.name.span()),
                 format!("operation {name:?}: {error}"),
@@ -445,7 +438,7 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
         }
         if policy.deadline.is_some_and(|d| d.micros() == 0)
             || policy.attempt_timeout
-                == Some(super::AttemptTimeout::After(crate::time::Duration(0)))
+                == Some(super::AttemptTimeout::After(crate::base::time::Duration(0)))
         {
             return Err((
                 policy.name.span(),
@@ -461,17 +454,6 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
             ));
         }
         validate_controls(&policy.controls)?;
-    }
-    Ok(())
-}
-
-/// Each control's settings belong to its kind, and the required ones are there.
-pub(super) fn validate_controls(controls: &[Spanned<ControlSpec>]) -> Result<(), Problem> {
-    for control in controls {
-        control
-            .get_ref()
-            .check()
-            .map_err(|message| (control.span(), message))?;
     }
     Ok(())
 }
@@ -654,7 +636,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
         if names.contains(&name) {
             return Ok(());
         }
-        let hint = crate::suggest::did_you_mean(name, names.iter().copied())
+        let hint = crate::base::suggest::did_you_mean(name, names.iter().copied())
             .map(|near| format!(" (did you mean {near:?}?)"))
             .unwrap_or_default();
         Err((
@@ -694,11 +676,11 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
         }
         let windowed = claim.window.is_some();
         if !windowed {
-            crate::metrics::NamedMetric::resolve(&claim.metric, &service_names)
+            crate::vocabulary::metric::NamedMetric::resolve(&claim.metric, &service_names)
                 .map_err(|message| (span.clone(), message))?;
         }
-        match crate::claims::direction(&claim.metric, windowed) {
-            Some(crate::metrics::Better::Neither) => {
+        match crate::vocabulary::metric::claim_direction(&claim.metric, windowed) {
+            Some(crate::vocabulary::metric::Better::Neither) => {
                 return Err((
                     span,
                     format!(
@@ -709,7 +691,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
             }
             Some(_) => {}
             None if windowed => {
-                let valid: Vec<&str> = crate::claims::WINDOW_METRICS
+                let valid: Vec<&str> = crate::vocabulary::metric::WINDOW_METRICS
                     .iter()
                     .map(|(name, _)| *name)
                     .collect();

@@ -18,7 +18,7 @@
 
 use super::{Outage, Policy, Scenario, Service};
 use crate::control::ControlKind;
-use crate::retry_after::RetryAfterMode;
+use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::TransportError;
 
 /// The ways an operation of `policy` can end at the very instant it started, whatever the
@@ -57,7 +57,7 @@ pub fn refuses_locally(policy: &Policy) -> bool {
 /// The least time an operation of `policy` takes on average, in microseconds, for an upper
 /// bound on how many operations a closed loop can start: zero if a control can refuse it
 /// locally, else one round trip over the network (a service can refuse at once; each way the
-/// latency's [`crate::distribution::Distribution::least_mean_micros`]), cut short by the
+/// latency's [`crate::base::distribution::Distribution::least_mean_micros`]), cut short by the
 /// attempt's timeout. Over a network without latency: zero if an operation can end at once
 /// ([`instant_ends`]), else the least of a success's work and a retry's wait (full jitter's
 /// first averages half the base).
@@ -248,7 +248,7 @@ fn ends_at_once(scenario: &Scenario, policy: &Policy, refusal: &Refusal) -> Opti
         ));
     }
     let unrepeatable = scenario.clients.operations.iter().find(|operation| {
-        !crate::decision::is_idempotent_method(operation.method.get_ref())
+        !crate::retry::decision::is_idempotent_method(operation.method.get_ref())
             && !operation.idempotency_key
             && !operation.status_endpoint
             && !policy.unsafe_retries

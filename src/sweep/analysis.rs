@@ -9,7 +9,7 @@
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use super::{ResultRow, SweepSpec};
-use crate::metrics::Better;
+use crate::vocabulary::metric::Better;
 
 /// `value` oriented so that lower is always better; undefined (NaN) is worse than anything,
 /// as bad as a recovery that never came.

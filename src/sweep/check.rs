@@ -21,9 +21,10 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::escape::{excerpt, quoted};
-use crate::metrics::{
-    Domain, METRICS, Metric, NamedMetric, PERCENTILE_EXCESS, SERVICE_METRICS, Unit, parse_metric,
+use crate::base::escape::{excerpt, quoted};
+use crate::engine::counters::PERCENTILE_EXCESS;
+use crate::vocabulary::metric::{
+    Domain, METRICS, Metric, NamedMetric, SERVICE_METRICS, Unit, parse_metric,
 };
 
 /// The position of metric `name` in [`METRICS`]; a name that is not there fails the build.

@@ -35,7 +35,7 @@
 //! Whatever the method, the seeds vary the randomness of one scenario only, never its
 //! assumptions: see the recommendation's statement on seeds.
 
-use crate::metrics::{Better, Domain, NamedMetric, Unit};
+use crate::vocabulary::metric::{Better, Domain, NamedMetric, Unit};
 
 /// How a metric's interval is made; see the module's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -390,7 +390,7 @@ pub fn intervals_overlap(a: Interval, b: Interval) -> Option<bool> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{METRICS, metric};
+    use crate::vocabulary::metric::{METRICS, metric};
 
     /// The run's metric called `name`, as sweeps name it.
     fn named(name: &str) -> NamedMetric {

@@ -12,13 +12,13 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
+use super::aggregate::{Aggregate, aggregate_text, meets};
 use super::analysis::{Edge, Effect, Identical, edges, effect, pareto_front};
 use super::interval::{Interval, Method, intervals_overlap};
-use super::report::{Aggregate, aggregate_text, meets};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
-use crate::charts::heatmap::Layout;
-use crate::metrics::{Better, Domain, NamedMetric, domain, parse_metric};
 use crate::scenario::Policy;
+use crate::sweep::heatmap::Layout;
+use crate::vocabulary::metric::{Better, Domain, NamedMetric, domain, parse_metric};
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
 /// requirements and `--minimize` (or `--maximize`) name: the peak load during and after the incident (a
@@ -1119,9 +1119,9 @@ fn closest(prepared: &PreparedSweep, aggregate: &Aggregate, text: &mut String) -
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::metrics::{METRICS, format_metric};
     use crate::sweep::SweepSpec;
     use crate::sweep::report::finalize;
+    use crate::vocabulary::metric::{METRICS, format_metric};
     use std::path::Path;
 
     /// The bundled tuning scenario over `policy.base=50ms,100ms,200ms` x

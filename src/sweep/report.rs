@@ -6,44 +6,30 @@
 //! | `aggregate.csv` | one row per point: mean and 95% interval of each metric, by [`super::interval`] |
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, the scenario's text and every config it imports included, so shards can be merged without reading anything else |
-//! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::charts::pareto`] |
-//! | `heatmap-<metric>.png/svg` | see [`crate::charts::heatmap`] |
+//! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::sweep::pareto`] |
+//! | `heatmap-<metric>.png/svg` | see [`crate::sweep::heatmap`] |
 //!
 //! A shard writes `results.csv` with its own rows, `sweep.json` and `shard.json`; [`merge`]
 //! checks that the shards belong together and cover the sweep once, and hands the combined rows
 //! to [`finalize`], as a single run does.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
+use super::aggregate::{Aggregate, aggregate_text, meets};
 use super::check::{check_metrics, manifest_differences};
-use super::interval::{Interval, interval};
 use super::recommendation::{Verdict, recommendation};
-use super::{
-    MAX_MANIFEST_BYTES, PreparedSweep, ResultRow, Shard, SweepError, SweepSpec, parse_metric,
-};
-use crate::charts::heatmap::{self, HeatmapData};
-use crate::charts::pareto::{self, ParetoData};
-use crate::charts::{ChartError, Format};
-use crate::escape::quoted;
-use crate::metrics::NamedMetric;
-use crate::text_file::{TextFileError, read_bytes};
+use super::{MAX_MANIFEST_BYTES, PreparedSweep, ResultRow, Shard, SweepError, SweepSpec};
+use crate::base::escape::quoted;
+use crate::base::text_file::{TextFileError, read_bytes};
+use crate::output::charts::{ChartError, Format};
+use crate::sweep::heatmap::{self, HeatmapData};
+use crate::sweep::pareto::{self, ParetoData};
+use crate::vocabulary::metric::NamedMetric;
 
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);
-
-/// A mean or a bound as `aggregate.csv` writes it: six decimals, `never`, or empty.
-pub(super) fn aggregate_text(value: f64) -> String {
-    if value.is_nan() {
-        String::new()
-    } else if value.is_infinite() {
-        "never".to_string()
-    } else {
-        format!("{value:.6}")
-    }
-}
 
 /// A CSV file of `header` and `rows`, each row made as it is written (a million-point sweep
 /// would otherwise hold every field as a string of its own at once).
@@ -207,64 +193,6 @@ fn read_results(
     Ok(rows)
 }
 
-/// Per point: mean and 95% interval of each metric, by the metric's [`Method`].
-pub(super) struct Aggregate {
-    /// `[point * columns + metric]`, metrics in the order of the columns.
-    values: Vec<Interval>,
-    /// Each metric's position among the columns, by name.
-    index: BTreeMap<String, usize>,
-}
-
-impl Aggregate {
-    /// From `rows` ordered by point (as [`merge`] and [`PreparedSweep::run`] return them) of the
-    /// metrics `columns`, in one pass over them: a million points cost a million steps, not a
-    /// million passes.
-    fn new(columns: &[NamedMetric], points: usize, rows: &[ResultRow]) -> Aggregate {
-        debug_assert!(rows.is_sorted_by_key(|row| row.point));
-        let mut groups = rows.chunk_by(|a, b| a.point == b.point).peekable();
-        let index: BTreeMap<String, usize> = columns
-            .iter()
-            .enumerate()
-            .map(|(index, metric)| (metric.name.clone(), index))
-            .collect();
-        let mut values = Vec::with_capacity(points * columns.len());
-        for point in 0..points {
-            let of_point = groups
-                .next_if(|group| group[0].point == point)
-                .unwrap_or_default();
-            let column = |position: usize| -> Vec<f64> {
-                of_point
-                    .iter()
-                    .map(|row| parse_metric(&row.metrics[position]).expect("checked when read"))
-                    .collect()
-            };
-            for (position, metric) in columns.iter().enumerate() {
-                values.push(interval(metric, &column(position), |name| {
-                    column(index[name])
-                }));
-            }
-        }
-        Aggregate { values, index }
-    }
-
-    /// Each metric's mean and interval at `point`, in the order of the columns.
-    fn of_point(&self, point: usize) -> &[Interval] {
-        let width = self.index.len();
-        &self.values[point * width..(point + 1) * width]
-    }
-
-    /// The mean of `metric` at `point`.
-    pub(super) fn mean(&self, point: usize, metric: &str) -> f64 {
-        self.interval(point, metric).mean
-    }
-
-    /// The mean of `metric` at `point` and its 95% interval.
-    pub(super) fn interval(&self, point: usize, metric: &str) -> Interval {
-        let index = self.index[metric];
-        self.of_point(point)[index]
-    }
-}
-
 fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
     let spec = &prepared.spec;
     let mut header = vec!["point".to_string()];
@@ -293,14 +221,6 @@ fn aggregate_csv(prepared: &PreparedSweep, aggregate: &Aggregate) -> Vec<u8> {
         row
     });
     csv_bytes(&header, rows)
-}
-
-/// Whether `point` meets every requirement.
-pub(super) fn meets(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> bool {
-    prepared
-        .requirements
-        .iter()
-        .all(|requirement| requirement.holds(aggregate.mean(point, &requirement.metric)))
 }
 
 /// `sweep.json`: the sweep's definition (configs included), its seeds and its points.

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::metrics::{Domain, check_name, domain};
+use crate::vocabulary::metric::{Domain, check_name, domain};
 
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

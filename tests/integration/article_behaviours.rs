@@ -5,9 +5,9 @@
 
 use std::collections::BTreeMap;
 
-use retrystorm::decision::StopReason;
 use retrystorm::engine::AttemptRecord;
-use retrystorm::outcome::FailureReason;
+use retrystorm::retry::decision::StopReason;
+use retrystorm::vocabulary::outcome::FailureReason;
 
 use crate::support::{run, run_traced, scenario};
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use retrystorm::charts::{CHART_SIZE, Chart, OVERVIEW_SIZE};
+use retrystorm::output::charts::{CHART_SIZE, Chart, OVERVIEW_SIZE};
 
 const POLICIES: [&str; 2] = ["no jitter", "full jitter"];
 
@@ -77,7 +77,7 @@ fn every_chart_is_drawn_in_both_formats() {
         // Every policy's colour is on the load chart.
         if chart == Chart::Load {
             for index in 0..POLICIES.len() {
-                let colour = retrystorm::charts::policy_colour(index);
+                let colour = retrystorm::output::charts::policy_colour(index);
                 let wanted = [colour.0, colour.1, colour.2];
                 assert!(
                     pixels.chunks(3).any(|rgb| rgb == wanted),

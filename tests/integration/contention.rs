@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use retrystorm::engine::{Quiet, simulate};
+use retrystorm::import::load;
 use retrystorm::model::Model;
-use retrystorm::scenario::load;
 
 /// What M. Brooker's simulator (`aws-samples/aws-arch-backoff-simulator` @66cb169, ported to
 /// Python 3 and checked bit for bit against Python 2) gives for 100 clients: the mean over 100

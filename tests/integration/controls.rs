@@ -1,11 +1,11 @@
 //! Client-side overload controls end to end: each one's effect on a run, against the rule of
 //! its source worked out for the run.
 
+use retrystorm::base::time::MICROS_PER_SECOND;
 use retrystorm::control::ControlKind;
 use retrystorm::engine::AttemptRecord;
-use retrystorm::outcome::{AttemptOutcome, FailureReason, NextStep};
 use retrystorm::run::PolicyRun;
-use retrystorm::time::MICROS_PER_SECOND;
+use retrystorm::vocabulary::outcome::{AttemptOutcome, FailureReason, NextStep};
 
 use crate::support::{run, run_traced, scenario};
 
@@ -363,13 +363,14 @@ retry_after = "ignore"
 controls = [{ kind = "aws-adaptive", scope = "global" }]
 "#;
     let result = run(&scenario(text));
-    let per_second = |policy: &PolicyRun, count: fn(&retrystorm::metrics::BucketCounts) -> u64| {
-        policy.measurements.buckets[20..60]
-            .iter()
-            .map(count)
-            .sum::<u64>() as f64
-            / 40.0
-    };
+    let per_second =
+        |policy: &PolicyRun, count: fn(&retrystorm::vocabulary::counts::BucketCounts) -> u64| {
+            policy.measurements.buckets[20..60]
+                .iter()
+                .map(count)
+                .sum::<u64>() as f64
+                / 40.0
+        };
     let [plain, adaptive] = &result.policies[..] else {
         panic!("two policies");
     };

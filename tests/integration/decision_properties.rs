@@ -1,9 +1,9 @@
 //! Invariants of the retry decision and the jitter strategies, over random inputs.
 
 use proptest::prelude::*;
-use retrystorm::backoff::{Jitter, JitterInput, JitterStrategy, exponential_backoff_ms};
-use retrystorm::decision::{Decision, RetryInput, plan_retry};
-use retrystorm::retry_after::RetryAfterMode;
+use retrystorm::retry::backoff::{Jitter, JitterInput, JitterStrategy, exponential_backoff_ms};
+use retrystorm::retry::decision::{Decision, RetryInput, plan_retry};
+use retrystorm::retry::retry_after::RetryAfterMode;
 
 fn jitter() -> impl Strategy<Value = Jitter> {
     prop::sample::select(Jitter::ALL.to_vec())

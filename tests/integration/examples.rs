@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use retrystorm::cost::Estimate;
-use retrystorm::scenario::load;
+use retrystorm::import::load;
+use retrystorm::run::cost::Estimate;
 
 use crate::support::bundled_scenario_paths;
 

@@ -13,9 +13,10 @@ use std::process::Command;
 
 use rand_chacha::ChaCha8Rng;
 use rand_core::{Rng, SeedableRng};
-use retrystorm::cost::Estimate;
-use retrystorm::decide::{FIELDS, MAX_LINE_BYTES, parse_case, run_batch};
-use retrystorm::scenario::{Override, Scenario, ScenarioError, load_str};
+use retrystorm::import::load_str;
+use retrystorm::retry::decide::{FIELDS, MAX_LINE_BYTES, parse_case, run_batch};
+use retrystorm::run::cost::Estimate;
+use retrystorm::scenario::{Override, Scenario, ScenarioError};
 use retrystorm::sweep::report::{finalize, merge};
 use serde_json::{Map, Value, json};
 

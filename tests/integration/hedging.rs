@@ -1,10 +1,10 @@
 //! Hedged calls (gRPC's hedging policy, gRFC A6): the schedule, the first success winning, the
 //! others cancelled, non-fatal and fatal statuses, and the tail latency hedging is for.
 
-use retrystorm::decision::StopReason;
 use retrystorm::engine::AttemptRecord;
-use retrystorm::outcome::{AttemptOutcome, FailureReason, NextStep};
+use retrystorm::retry::decision::StopReason;
 use retrystorm::run::PolicyRun;
+use retrystorm::vocabulary::outcome::{AttemptOutcome, FailureReason, NextStep};
 
 use crate::support::{run, run_traced, scenario};
 

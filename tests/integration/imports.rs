@@ -3,14 +3,14 @@
 
 use std::path::Path;
 
-use retrystorm::backoff::Jitter;
 use retrystorm::control::grpc_throttling::GrpcThrottlingConfig;
 use retrystorm::control::retry_budget::ConcurrencyBudgetConfig;
 use retrystorm::control::{ControlConfig, ControlKind};
+use retrystorm::import::load;
 use retrystorm::import::{import_file, import_str, yaml_limits};
 use retrystorm::model::{Deadline, Model};
-use retrystorm::retry_after::RetryAfterMode;
-use retrystorm::scenario::load;
+use retrystorm::retry::backoff::Jitter;
+use retrystorm::retry::retry_after::RetryAfterMode;
 
 use crate::support::{assert_contains, model_importing};
 
@@ -40,7 +40,7 @@ fn every_shipped_config_imports() {
         let scenario = format!(
             "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n{table}"
         );
-        retrystorm::scenario::load_str(&scenario, "roundtrip.toml", &[])
+        retrystorm::import::load_str(&scenario, "roundtrip.toml", &[])
             .unwrap_or_else(|error| panic!("{}: {error}\n{scenario}", path.display()));
         count += 1;
     }
@@ -70,7 +70,7 @@ fn a_grpc_service_config_maps_to_its_clients_behaviour() {
     );
     assert_eq!(policy.deadline, Deadline::Budget(2_000_000));
     // gRPC has no per-attempt timeout: an attempt may last the whole deadline.
-    assert_eq!(policy.attempt_timeout, retrystorm::time::Micros::MAX);
+    assert_eq!(policy.attempt_timeout, retrystorm::base::time::Micros::MAX);
     assert_eq!(
         policy.controls[0].config,
         ControlConfig::GrpcThrottling(GrpcThrottlingConfig {

@@ -2,8 +2,8 @@
 //! services' capacity curves and never from the load curve; refused outside the run; and
 //! recovery measured finer than a bucket.
 
-use retrystorm::metrics::Recovery;
-use retrystorm::time::MICROS_PER_SECOND;
+use retrystorm::base::time::MICROS_PER_SECOND;
+use retrystorm::vocabulary::metric::Recovery;
 
 use crate::support::{assert_contains, error_with, run, scenario};
 

@@ -8,8 +8,9 @@
 use std::path::Path;
 
 use retrystorm::claims::evaluate;
+use retrystorm::import::load;
 use retrystorm::run::{PolicyRun, ScenarioRun};
-use retrystorm::scenario::{Override, Scenario, load};
+use retrystorm::scenario::{Override, Scenario};
 
 use crate::support::{bundled_scenario_paths, run};
 

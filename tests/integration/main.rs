@@ -1,5 +1,6 @@
 //! Integration tests, compiled into one binary to keep link time down.
 
+mod architecture;
 mod article_behaviours;
 mod browser;
 mod charts;

@@ -239,7 +239,7 @@ fn a_scenario_name_cannot_be_a_sweeps_folder() {
     let base = "duration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n";
     for name in ["tuning-shards", "tuning-sweep"] {
         let text = format!("name = \"{name}\"\n{base}");
-        let error = retrystorm::scenario::load_str(&text, "s.toml", &[])
+        let error = retrystorm::import::load_str(&text, "s.toml", &[])
             .unwrap_err()
             .to_string();
         assert!(
@@ -248,8 +248,7 @@ fn a_scenario_name_cannot_be_a_sweeps_folder() {
         );
     }
     for name in ["tuning", "shards-of-tuning", "sweeper"] {
-        retrystorm::scenario::load_str(&format!("name = \"{name}\"\n{base}"), "s.toml", &[])
-            .unwrap();
+        retrystorm::import::load_str(&format!("name = \"{name}\"\n{base}"), "s.toml", &[]).unwrap();
     }
 }
 

@@ -1,7 +1,7 @@
 //! Servers under overload: each behaviour against a bound from theory or from its source.
 
+use retrystorm::base::time::MICROS_PER_SECOND;
 use retrystorm::run::PolicyRun;
-use retrystorm::time::MICROS_PER_SECOND;
 
 use crate::support::{relative_error, run, scenario};
 
@@ -460,7 +460,7 @@ cold_start = { factor = 3, time = "1h" }
 /// the load chart than it is pixels wide. The count of crashes stays exact.
 #[test]
 fn a_crash_loop_keeps_the_report_small() {
-    use retrystorm::charts::{CHART_SIZE, Chart, Format, render};
+    use retrystorm::output::charts::{CHART_SIZE, Chart, Format, render};
     let text = upstream(
         2000.0,
         10,
@@ -481,7 +481,7 @@ fn a_crash_loop_keeps_the_report_small() {
         .sum();
     assert!(crashes > 15_000, "{crashes} crashes");
     assert!(crashes <= received, "a crash needs a request admitted");
-    let report = retrystorm::report::report_html(&result).unwrap();
+    let report = retrystorm::output::report::report_html(&result).unwrap();
     assert!(
         report.len() < 1_000_000,
         "report.html is {} bytes",
@@ -499,7 +499,7 @@ fn a_crash_loop_keeps_the_report_small() {
 /// chart draws no capacity line for it, and names none in its legend.
 #[test]
 fn a_service_that_takes_no_time_writes_no_infinite_capacity() {
-    use retrystorm::charts::{Chart, Format, render};
+    use retrystorm::output::charts::{Chart, Format, render};
     let text = upstream(100.0, 10, "\"0ms\"", "", 3);
     let result = run(&scenario(&text));
     let csv = String::from_utf8(retrystorm::output::timeseries_csv(&result)).unwrap();
@@ -537,7 +537,7 @@ fn the_estimate_bounds_a_crash_loops_events() {
         5,
     );
     let scenario = scenario(&text);
-    let estimate = retrystorm::cost::Estimate::of(&scenario, 1);
+    let estimate = retrystorm::run::cost::Estimate::of(&scenario, 1);
     let result = run(&scenario);
     let measured = &only(&result).measurements;
     // Per operation, as the estimate counts the mean arrivals and the run its Poisson draw.

@@ -564,8 +564,7 @@ fn set_selects_a_policy_by_name() {
         "policy.full jitter.base",
         "50ms",
     )];
-    let scenario =
-        retrystorm::scenario::load_str(&text, "thundering-herd.toml", &overrides).unwrap();
+    let scenario = retrystorm::import::load_str(&text, "thundering-herd.toml", &overrides).unwrap();
     let base = |name: &str| {
         scenario
             .policy

@@ -1,6 +1,7 @@
 //! Bad scenarios: every error names the file, line and column, and says what is valid.
 
-use retrystorm::scenario::{Override, load_str};
+use retrystorm::import::load_str;
+use retrystorm::scenario::Override;
 
 use crate::support::{self, assert_contains};
 
@@ -409,11 +410,11 @@ fn names_keys_and_files_have_limits() {
     std::fs::create_dir_all(&folder).unwrap();
     let binary = folder.join("binary.toml");
     std::fs::write(&binary, b"name = \"x\"\nduration = \"1s\xff\"\n").unwrap();
-    let message = retrystorm::scenario::load(&binary, &[])
+    let message = retrystorm::import::load(&binary, &[])
         .unwrap_err()
         .to_string();
     assert_contains(&message, &["binary.toml:2:15:", "not UTF-8"]);
-    let message = retrystorm::scenario::load(std::path::Path::new("/dev/zero"), &[])
+    let message = retrystorm::import::load(std::path::Path::new("/dev/zero"), &[])
         .unwrap_err()
         .to_string();
     assert_contains(
@@ -422,7 +423,7 @@ fn names_keys_and_files_have_limits() {
     );
     let large = folder.join("large.toml");
     std::fs::write(&large, vec![b'#'; 4 * 1024 * 1024 + 1]).unwrap();
-    let message = retrystorm::scenario::load(&large, &[])
+    let message = retrystorm::import::load(&large, &[])
         .unwrap_err()
         .to_string();
     assert_contains(&message, &["large.toml: larger than 4 MiB"]);

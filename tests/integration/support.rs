@@ -1,9 +1,10 @@
 //! Helpers shared by the integration tests.
 
 use retrystorm::engine::{AttemptRecord, Observer};
+use retrystorm::import::{load, load_str};
 use retrystorm::model::Model;
 use retrystorm::run::{ScenarioRun, run_scenario};
-use retrystorm::scenario::{Scenario, load, load_str};
+use retrystorm::scenario::Scenario;
 
 /// Every `scenarios/*.toml`, in name order.
 pub fn bundled_scenario_paths() -> Vec<std::path::PathBuf> {

@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use retrystorm::metrics::{METRICS, NamedMetric};
 use retrystorm::sweep::check::check_metrics;
+use retrystorm::vocabulary::metric::{METRICS, NamedMetric};
 
 use crate::support::assert_contains;
 
@@ -219,7 +219,7 @@ fn a_sweep_writes_results_aggregate_recommendation_and_heatmaps() {
         )
         .unwrap();
         let base = text.split("[[policy]]").next().unwrap();
-        retrystorm::scenario::load_str(&format!("{base}{snippet}"), "snippet.toml", &[]).unwrap();
+        retrystorm::import::load_str(&format!("{base}{snippet}"), "snippet.toml", &[]).unwrap();
     } else {
         assert!(recommendation.contains("closest:"), "{recommendation}");
     }
@@ -331,7 +331,7 @@ fn every_kind_of_key_can_be_swept_and_the_snippet_carries_it() {
         let text =
             std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(scenario)).unwrap();
         let base = text.split("[[policy]]").next().unwrap();
-        retrystorm::scenario::load_str(&format!("{base}{snippet}"), "snippet.toml", &[])
+        retrystorm::import::load_str(&format!("{base}{snippet}"), "snippet.toml", &[])
             .unwrap_or_else(|error| panic!("{grid}: {error}\n{snippet}"));
     }
     let refused = retrystorm(
@@ -1531,7 +1531,7 @@ fn a_sweeps_seed_above_the_largest_toml_integer_runs_again() {
         resolved.contains(&format!("\nseed = \"{seed}\"\n")),
         "{resolved}"
     );
-    let again = retrystorm::scenario::load_str(&resolved, "scenario.toml", &[]).unwrap();
+    let again = retrystorm::import::load_str(&resolved, "scenario.toml", &[]).unwrap();
     assert_eq!(again.seed, 12918135221727111561);
 }
 

@@ -5,10 +5,11 @@
 
 use std::process::Command;
 
+use retrystorm::base::time::Micros;
 use retrystorm::import::import_str;
+use retrystorm::import::load;
 use retrystorm::model::{Deadline, Model};
-use retrystorm::scenario::{AttemptTimeout, TransportError, load};
-use retrystorm::time::Micros;
+use retrystorm::scenario::{AttemptTimeout, TransportError};
 
 use crate::support::{assert_contains, error_with, fresh_folder, model_importing, run, scenario};
 

@@ -229,7 +229,7 @@ fn the_estimate_bounds_the_memory_of_a_closed_loop_of_instant_answers() {
     let path = folder.join("instant.toml");
     let text = closed_loop("1us", INSTANT_CASES[0].1).replace("\"10s\"", "\"3s\"");
     std::fs::write(&path, &text).unwrap();
-    let estimate = retrystorm::cost::Estimate::of(&scenario(&text), 1).memory_bytes();
+    let estimate = retrystorm::run::cost::Estimate::of(&scenario(&text), 1).memory_bytes();
     let out = folder.join("out");
     let output = retrystorm(&[
         "run",

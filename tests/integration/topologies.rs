@@ -2,9 +2,9 @@
 //! say, a worker is held for its downstream calls (Little's law), and every tier keeps its own
 //! books.
 
-use retrystorm::decision::StopReason;
-use retrystorm::outcome::FailureReason;
+use retrystorm::retry::decision::StopReason;
 use retrystorm::run::PolicyRun;
+use retrystorm::vocabulary::outcome::FailureReason;
 
 use retrystorm::claims::evaluate;
 

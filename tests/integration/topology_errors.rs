@@ -1,7 +1,8 @@
 //! Bad topologies: every error names the place to fix and what would be valid.
 
+use retrystorm::import::load_str;
 use retrystorm::model::Model;
-use retrystorm::scenario::{Override, load_str};
+use retrystorm::scenario::Override;
 
 use crate::support::{self, assert_contains};
 

@@ -1,7 +1,7 @@
 //! The upstream's idempotency-key store, in-flight repeats and wasted work, end to end.
 
-use retrystorm::decision::StopReason;
-use retrystorm::outcome::FailureReason;
+use retrystorm::retry::decision::StopReason;
+use retrystorm::vocabulary::outcome::FailureReason;
 
 use crate::support::{run, scenario};
 

@@ -1,0 +1,21 @@
+//! The bottom layer: values and time, and the tools every layer above uses, none of which
+//! knows anything of retries, scenarios or the engine.
+//!
+//! Simulated time in integer microseconds ([`time`]); checked value types for scenario files
+//! ([`values`]); seeded ChaCha streams and the distributions drawn from them ([`random`],
+//! [`distribution`]); a piecewise-linear curve over time ([`capacity`]); latency histograms
+//! ([`histogram`]); a slab of reusable slots (`slab`); HTTP dates ([`http_date`]); and the
+//! reading, quoting and suggesting that error messages need ([`text_file`], [`escape`],
+//! `suggest`).
+
+pub mod capacity;
+pub mod distribution;
+pub mod escape;
+pub mod histogram;
+pub mod http_date;
+pub mod random;
+pub(crate) mod slab;
+pub(crate) mod suggest;
+pub mod text_file;
+pub mod time;
+pub mod values;

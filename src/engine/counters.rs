@@ -1,0 +1,465 @@
+//! The engine's counters over a run: buckets created on first use, the users' side counted
+//! by a [`Recorder`], and everything a simulation measured, returned as [`Measurements`].
+//!
+//! The engine only counts: the users' side in a [`Recorder`], each service in its own
+//! [`Buckets`] of [`ServiceBucket`]; everything else is arithmetic on the counts, in
+//! [`crate::metrics`], so the writers and charts read plain numbers and never reach into the
+//! engine. Every count is attributed to the bucket of the simulated time at which it happened:
+//! an attempt to the bucket in which it was sent, an operation's success or failure to the
+//! bucket in which it ended, a duplicate write to the bucket in which it was committed.
+
+use std::collections::BTreeMap;
+
+use crate::base::histogram::Histogram;
+use crate::base::time::Micros;
+use crate::engine::downtime::Downtime;
+use crate::vocabulary::counts::{BucketCounts, HealthCounts, ServiceBucket, health_step};
+use crate::vocabulary::outcome::FailureReason;
+
+/// Bins per power of two of the per-bucket latency histograms (0.4% error).
+const BUCKET_PRECISION: u32 = 7;
+/// Bins per power of two of the whole-run latency histogram (0.05% error).
+const TOTAL_PRECISION: u32 = 10;
+/// How far above the slowest operation (`max_ms`) a percentile of the run (`p50_ms`, `p99_ms`)
+/// can be, as a fraction of it: a percentile is read at its bin's midpoint, less than half a bin
+/// above the bin's lowest value, and a bin is at most `1/2^TOTAL_PRECISION` of its lowest value
+/// wide (see [`crate::base::histogram`]).
+pub const PERCENTILE_EXCESS: f64 = 1.0 / (1u64 << (TOTAL_PRECISION + 1)) as f64;
+
+/// Counters per time bucket, created on first use. The bucket in use is held apart from the
+/// list, so consecutive counts in one bucket (the usual case: the engine counts at the current
+/// time) cost a comparison, not a division or an index.
+#[derive(Debug, Clone)]
+pub struct Buckets<T> {
+    width: Micros,
+    /// Every bucket; the one in use is stale here until it is put back.
+    list: Vec<T>,
+    current: T,
+    index: usize,
+    start: Micros,
+    /// End of the bucket in use; 0 before the first count.
+    end: Micros,
+}
+
+impl<T: Default> Buckets<T> {
+    /// No buckets yet, each `width` microseconds wide.
+    pub fn new(width: Micros) -> Buckets<T> {
+        Buckets {
+            width,
+            list: Vec::new(),
+            current: T::default(),
+            index: 0,
+            start: 0,
+            end: 0,
+        }
+    }
+
+    /// The counts of the bucket holding time `t`, created (with every bucket before it) on
+    /// first use.
+    #[inline]
+    pub fn at(&mut self, t: Micros) -> &mut T {
+        if t < self.start || t >= self.end {
+            self.seek(t);
+        }
+        &mut self.current
+    }
+
+    #[cold]
+    fn seek(&mut self, t: Micros) {
+        self.put_back();
+        let index = (t / self.width) as usize;
+        if index >= self.list.len() {
+            self.list.resize_with(index + 1, T::default);
+        }
+        self.current = std::mem::take(&mut self.list[index]);
+        self.index = index;
+        self.start = index as Micros * self.width;
+        self.end = self.start + self.width;
+    }
+
+    /// Puts the bucket in use back in the list.
+    fn put_back(&mut self) {
+        if self.end > 0 {
+            self.list[self.index] = std::mem::take(&mut self.current);
+        }
+    }
+
+    /// How many buckets exist.
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    /// Whether none exists.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// The buckets, padded to `length`.
+    pub fn into_padded(mut self, length: usize) -> Vec<T> {
+        self.put_back();
+        self.list
+            .resize_with(length.max(self.list.len()), T::default);
+        self.list
+    }
+}
+
+/// A service at the end of a run: its name, its counts and its crashes under overload.
+#[derive(Debug)]
+pub struct ServiceRecord {
+    /// The service's name.
+    pub name: String,
+    /// Its counts per bucket.
+    pub counts: Buckets<ServiceBucket>,
+    /// When it was down after crashing under overload.
+    pub downtime: Downtime,
+    /// The longest its queue was at any instant.
+    pub peak_queue_len: u64,
+}
+
+/// One service's measurements.
+#[derive(Debug, Clone)]
+pub struct ServiceMeasurements {
+    /// The service's name.
+    pub name: String,
+    /// Its counts per bucket, as many buckets as the users'.
+    pub buckets: Vec<ServiceBucket>,
+    /// When it was down after crashing under overload.
+    pub downtime: Downtime,
+    /// The longest its queue was at any instant.
+    pub peak_queue_len: u64,
+}
+
+impl ServiceMeasurements {
+    /// The counts over the whole run (the end-of-bucket state fields are zero).
+    pub fn totals(&self) -> ServiceBucket {
+        let mut total = ServiceBucket::default();
+        for bucket in &self.buckets {
+            total.add_counts(bucket);
+        }
+        total
+    }
+}
+
+/// Everything one simulation of one policy measured.
+#[derive(Debug, Clone)]
+pub struct Measurements {
+    /// Bucket width.
+    pub bucket: Micros,
+    /// The users' counts per bucket, from time zero to the end of the last operation.
+    pub buckets: Vec<BucketCounts>,
+    /// Latency of successful operations per bucket (by end time).
+    pub latency: Vec<Histogram>,
+    /// The step of `health`: see [`health_step`].
+    pub health_step: Micros,
+    /// The users' counts the health rule reads, per step, over the arrivals (the steps that
+    /// overlap `[0, duration)`): recovery is measured on these, finer than a bucket.
+    pub health: Vec<HealthCounts>,
+    /// Latency of all successful operations.
+    pub total_latency: Histogram,
+    /// Sum of the latencies of successful operations, for an exact mean.
+    pub latency_sum_us: u128,
+    /// The latency of the slowest successful operation.
+    pub latency_max_us: Micros,
+    /// Each service's counts, in the model's order, with as many buckets as the users'.
+    pub services: Vec<ServiceMeasurements>,
+    /// The index of the service the users call.
+    pub entry: usize,
+    /// Operations started.
+    pub operations: u64,
+    /// Events the engine processed.
+    pub events: u64,
+    /// Attempt timers that came due after their attempt was answered: dropped unhandled, and
+    /// not among `events`.
+    pub cancelled_timers: u64,
+    /// Most operations in flight at once (started, not yet ended or with attempts still out;
+    /// services' downstream calls included).
+    pub peak_operations_in_flight: u64,
+    /// Most attempts in flight at once (in the network, queued, in service or awaited).
+    pub peak_attempts_in_flight: u64,
+}
+
+/// The engine's handle for counting the users' side.
+#[derive(Debug)]
+pub struct Recorder {
+    buckets: Buckets<BucketCounts>,
+    health: Buckets<HealthCounts>,
+    /// Steps of `health`: those that overlap the arrivals.
+    health_steps: usize,
+    /// The end of the last of them: later counts are the drain, outside every health window.
+    health_end: Micros,
+    latency: Vec<Histogram>,
+    total_latency: Histogram,
+    latency_sum_us: u128,
+    latency_max_us: Micros,
+    operations: u64,
+    /// Events taken from the queue, cancelled timers among them.
+    events: u64,
+    /// Of those, timers whose attempts had been answered.
+    cancelled_taken: u64,
+    /// Timers whose attempts had been answered, dropped without being taken.
+    cancelled_dropped: u64,
+    peak_operations_in_flight: u64,
+    peak_attempts_in_flight: u64,
+}
+
+impl Recorder {
+    /// A recorder with buckets of `bucket` microseconds, for arrivals that last `duration`.
+    pub fn new(bucket: Micros, duration: Micros) -> Recorder {
+        let step = health_step(bucket, duration);
+        let health_steps = duration.div_ceil(step);
+        Recorder {
+            buckets: Buckets::new(bucket),
+            health: Buckets::new(step),
+            health_steps: health_steps as usize,
+            health_end: health_steps * step,
+            latency: Vec::new(),
+            total_latency: Histogram::new(TOTAL_PRECISION),
+            latency_sum_us: 0,
+            latency_max_us: 0,
+            operations: 0,
+            events: 0,
+            cancelled_taken: 0,
+            cancelled_dropped: 0,
+            peak_operations_in_flight: 0,
+            peak_attempts_in_flight: 0,
+        }
+    }
+
+    /// The counts of the bucket holding time `t`, created on first use.
+    #[inline]
+    pub fn at(&mut self, t: Micros) -> &mut BucketCounts {
+        self.buckets.at(t)
+    }
+
+    /// The health counts of the step holding time `t`, if it overlaps the arrivals.
+    #[inline]
+    fn health_at(&mut self, t: Micros) -> Option<&mut HealthCounts> {
+        (t < self.health_end).then(|| self.health.at(t))
+    }
+
+    /// A user's client sent an attempt at `t`: its operation's first, or a retry.
+    #[inline]
+    pub fn attempt_sent(&mut self, t: Micros, first: bool) {
+        if let Some(counts) = self.health_at(t) {
+            if first {
+                counts.first_attempts += 1;
+            } else {
+                counts.retries += 1;
+            }
+        }
+    }
+
+    /// An operation started.
+    #[inline]
+    pub fn operation_started(&mut self) {
+        self.operations += 1;
+    }
+
+    /// An operation that started at `start` succeeded at `end`.
+    pub fn succeeded(&mut self, start: Micros, end: Micros) {
+        let latency = end - start;
+        self.at(end).succeeded += 1;
+        if let Some(counts) = self.health_at(end) {
+            counts.succeeded += 1;
+        }
+        let index = (end / self.buckets.width) as usize;
+        if index >= self.latency.len() {
+            self.latency
+                .resize_with(index + 1, || Histogram::new(BUCKET_PRECISION));
+        }
+        self.latency[index].record(latency);
+        self.total_latency.record(latency);
+        self.latency_sum_us += u128::from(latency);
+        self.latency_max_us = self.latency_max_us.max(latency);
+    }
+
+    /// An operation ended without success at `end`, for `reason`.
+    pub fn failed(&mut self, end: Micros, reason: FailureReason) {
+        let counts = self.at(end);
+        counts.failed += 1;
+        counts.failures[reason.index()] += 1;
+        if reason.is_unknown_outcome() {
+            counts.unknown_results += 1;
+        }
+        if let Some(counts) = self.health_at(end) {
+            counts.failed += 1;
+        }
+    }
+
+    /// Notes how many operations and attempts are in flight.
+    #[inline]
+    pub fn in_flight(&mut self, operations: usize, attempts: usize) {
+        self.peak_operations_in_flight = self.peak_operations_in_flight.max(operations as u64);
+        self.peak_attempts_in_flight = self.peak_attempts_in_flight.max(attempts as u64);
+    }
+
+    /// Counts one event taken from the queue.
+    #[inline]
+    pub fn count_event(&mut self) {
+        self.events += 1;
+    }
+
+    /// The last event taken was a timer whose attempt had been answered: a cancelled timer,
+    /// not an event.
+    #[inline]
+    pub fn cancelled_timer(&mut self) {
+        self.cancelled_taken += 1;
+    }
+
+    /// `count` timers whose attempts had been answered were dropped without being taken as
+    /// events.
+    #[inline]
+    pub fn cancelled_timers(&mut self, count: u64) {
+        self.cancelled_dropped += count;
+    }
+
+    /// Events taken from the queue so far, cancelled timers among them.
+    #[inline]
+    pub fn events(&self) -> u64 {
+        self.events
+    }
+
+    /// The measurements, with the services' counts (in the model's order, `entry` the one the
+    /// users call); every bucket list padded to the same length. Only the users call the entry
+    /// service (a call back to it would be a cycle), so what its callers sent and saw is what
+    /// the users sent and saw, copied here rather than counted twice.
+    pub fn finish(self, services: Vec<ServiceRecord>, entry: usize) -> Measurements {
+        let length = services
+            .iter()
+            .map(|service| service.counts.len())
+            .chain([self.buckets.len(), self.latency.len()])
+            .max()
+            .unwrap_or(0);
+        let mut latency = self.latency;
+        latency.resize_with(length, || Histogram::new(BUCKET_PRECISION));
+        let width = self.buckets.width;
+        let users = self.buckets.into_padded(length);
+        let mut services: Vec<ServiceMeasurements> = services
+            .into_iter()
+            .map(|service| ServiceMeasurements {
+                name: service.name,
+                buckets: service.counts.into_padded(length),
+                downtime: service.downtime,
+                peak_queue_len: service.peak_queue_len,
+            })
+            .collect();
+        if let Some(service) = services.get_mut(entry) {
+            for (counts, sent) in service.buckets.iter_mut().zip(&users) {
+                counts.first_attempts = sent.first_attempts;
+                counts.retries = sent.retries;
+                counts.status_checks = sent.status_checks;
+                counts.timeouts = sent.timeouts;
+            }
+        }
+        Measurements {
+            bucket: width,
+            buckets: users,
+            latency,
+            health_step: self.health.width,
+            health: self.health.into_padded(self.health_steps),
+            total_latency: self.total_latency,
+            latency_sum_us: self.latency_sum_us,
+            latency_max_us: self.latency_max_us,
+            services,
+            entry,
+            operations: self.operations,
+            events: self.events - self.cancelled_taken,
+            cancelled_timers: self.cancelled_taken + self.cancelled_dropped,
+            peak_operations_in_flight: self.peak_operations_in_flight,
+            peak_attempts_in_flight: self.peak_attempts_in_flight,
+        }
+    }
+}
+
+impl Measurements {
+    /// Operations that ended without success over the whole run, by reason; reasons that never
+    /// occurred are left out.
+    pub fn failures(&self) -> BTreeMap<FailureReason, u64> {
+        FailureReason::ALL
+            .into_iter()
+            .map(|reason| {
+                (
+                    reason,
+                    self.buckets
+                        .iter()
+                        .map(|b| b.failures[reason.index()])
+                        .sum(),
+                )
+            })
+            .filter(|(_, count)| *count > 0)
+            .collect()
+    }
+
+    /// The counts over the whole run of the service the users call.
+    pub fn upstream(&self) -> ServiceBucket {
+        self.services[self.entry].totals()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::time::MICROS_PER_SECOND;
+    use crate::retry::decision::StopReason;
+
+    #[test]
+    fn failures_are_counted_by_reason() {
+        let mut recorder = Recorder::new(MICROS_PER_SECOND, MICROS_PER_SECOND);
+        recorder.failed(10, FailureReason::Decision(StopReason::MaxAttempts));
+        recorder.failed(
+            2 * MICROS_PER_SECOND,
+            FailureReason::Decision(StopReason::MaxAttempts),
+        );
+        recorder.failed(20, FailureReason::StatusUnknown);
+        let measurements = recorder.finish(Vec::new(), 0);
+        assert_eq!(
+            measurements.failures().into_iter().collect::<Vec<_>>(),
+            [
+                (FailureReason::Decision(StopReason::MaxAttempts), 2),
+                (FailureReason::StatusUnknown, 1)
+            ]
+        );
+        assert_eq!(measurements.buckets[0].unknown_results, 1);
+        assert_eq!(measurements.buckets.len(), 3);
+    }
+
+    /// The health series' step: 10 ms, the bucket where it is finer, and wider only where
+    /// arrivals would span more than 100,000 steps (an hour: 36 ms), so its memory is bounded.
+    #[test]
+    fn the_health_step_is_10_ms_unless_the_bucket_is_finer_or_the_run_very_long() {
+        assert_eq!(
+            health_step(MICROS_PER_SECOND, 40 * MICROS_PER_SECOND),
+            10_000
+        );
+        assert_eq!(health_step(1_000, 40 * MICROS_PER_SECOND), 1_000);
+        assert_eq!(
+            health_step(MICROS_PER_SECOND, 3600 * MICROS_PER_SECOND),
+            36_000
+        );
+        let mut recorder = Recorder::new(MICROS_PER_SECOND, 3600 * MICROS_PER_SECOND);
+        // Counts after the arrivals (the drain) are outside every health window.
+        recorder.attempt_sent(3600 * MICROS_PER_SECOND, true);
+        recorder.attempt_sent(0, false);
+        let measurements = recorder.finish(Vec::new(), 0);
+        assert_eq!(measurements.health.len(), 100_000);
+        assert_eq!(measurements.health[0].retries, 1);
+        assert_eq!(
+            measurements
+                .health
+                .iter()
+                .map(|c| c.first_attempts)
+                .sum::<u64>(),
+            0
+        );
+    }
+
+    #[test]
+    fn buckets_are_created_up_to_the_last_touched_and_padded() {
+        let mut buckets: Buckets<u64> = Buckets::new(10);
+        *buckets.at(25) += 1;
+        *buckets.at(3) += 2;
+        *buckets.at(29) += 1;
+        assert_eq!(buckets.len(), 3);
+        assert_eq!(buckets.into_padded(5), [2, 0, 2, 0, 0]);
+    }
+}

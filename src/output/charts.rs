@@ -1,0 +1,1407 @@
+//! Charts that compare policies: load, latency, duplicate writes, goodput, and an overview.
+//!
+//! The charts read a finished [`ScenarioRun`] (its measurements and its scenario) and nothing
+//! else; they never reach into the engine. Each is drawn once per format: PNG through plotters'
+//! bitmap backend, encoded here with the `png` crate, and SVG through its SVG backend. Text is
+//! drawn with DejaVu Sans, embedded in the binary and registered with plotters' `ab_glyph`
+//! renderer, so a machine without any font installed draws the same pixels; in SVG the text
+//! is drawn as the outlines of the same font ([`svg_text`]), so every viewer shows the same
+//! picture. Rendering and encoding are deterministic: the same run gives the same bytes.
+//!
+//! Conventions, the same in every chart: one colour per policy, in scenario order, from the
+//! Okabe-Ito palette (safe for the common forms of colour blindness); the upstream's capacity in
+//! grey; the incident window (the scenario's, see [`crate::scenario::incident`]) shaded;
+//! a service down after crashing under overload as a band in the policy's colour along the
+//! bottom of the plot, one row per policy; units on every axis; legends in a strip of their
+//! own above the plot, so they never cover data.
+
+mod svg_text;
+
+pub(crate) use svg_text::outline_text;
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Once;
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+use crate::engine::downtime::merge_close;
+use crate::model::ServiceModel;
+use crate::run::ScenarioRun;
+use crate::vocabulary::outcome::FailureReason;
+
+/// Size of a single chart, in pixels.
+pub const CHART_SIZE: (u32, u32) = (1280, 720);
+/// Size of the overview sheet, in pixels.
+pub const OVERVIEW_SIZE: (u32, u32) = (1920, 1080);
+
+/// Okabe-Ito colours, without black (kept for text) and yellow (too pale on white) until the
+/// others are used.
+pub(crate) const PALETTE: [RGBColor; 7] = [
+    RGBColor(0, 114, 178),   // blue
+    RGBColor(213, 94, 0),    // vermillion
+    RGBColor(0, 158, 115),   // bluish green
+    RGBColor(204, 121, 167), // reddish purple
+    RGBColor(230, 159, 0),   // orange
+    RGBColor(86, 180, 233),  // sky blue
+    RGBColor(240, 228, 66),  // yellow
+];
+pub(crate) const CAPACITY: RGBColor = RGBColor(120, 120, 120);
+/// Limits the scenario sets (a rate limit, a deadline), drawn where the data reaches them.
+const LIMIT: RGBColor = RGBColor(180, 30, 30);
+const INCIDENT: RGBColor = RGBColor(232, 232, 232);
+pub(crate) const FONT: &str = "sans-serif";
+
+/// The colour of the policy at `index`.
+pub fn policy_colour(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}
+
+/// An image format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Format {
+    /// PNG, for slides and documents.
+    Png,
+    /// SVG, for the web and for scaling.
+    Svg,
+}
+
+impl Format {
+    /// The file extension.
+    pub fn extension(self) -> &'static str {
+        match self {
+            Format::Png => "png",
+            Format::Svg => "svg",
+        }
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "png" => Ok(Format::Png),
+            "svg" => Ok(Format::Svg),
+            other => Err(format!("unknown chart format {other:?}; valid: png, svg")),
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.extension())
+    }
+}
+
+/// The charts every run draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Chart {
+    /// Attempts per second reaching the upstream, with its capacity: the second wave.
+    Load,
+    /// p50 and p99 latency of successful operations, log scale.
+    Latency,
+    /// Cumulative duplicate writes and unknown results.
+    Duplicates,
+    /// Operations succeeded per second, and failures per second by reason.
+    Goodput,
+    /// The four above on one sheet.
+    Overview,
+}
+
+impl Chart {
+    /// Every chart, in the order they are written.
+    pub const ALL: [Chart; 5] = [
+        Chart::Load,
+        Chart::Latency,
+        Chart::Duplicates,
+        Chart::Goodput,
+        Chart::Overview,
+    ];
+
+    /// The file name without extension.
+    pub fn name(self) -> &'static str {
+        match self {
+            Chart::Load => "load",
+            Chart::Latency => "latency",
+            Chart::Duplicates => "duplicates",
+            Chart::Goodput => "goodput",
+            Chart::Overview => "overview",
+        }
+    }
+
+    fn size(self) -> (u32, u32) {
+        if self == Chart::Overview {
+            OVERVIEW_SIZE
+        } else {
+            CHART_SIZE
+        }
+    }
+}
+
+/// A chart that could not be drawn or encoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChartError(String);
+
+impl fmt::Display for ChartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cannot draw the chart: {}", self.0)
+    }
+}
+
+impl std::error::Error for ChartError {}
+
+pub(crate) fn chart_error(error: impl fmt::Debug) -> ChartError {
+    ChartError(format!("{error:?}"))
+}
+
+/// Draws `chart` of `run` in `format` and returns the file's bytes.
+pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
+    let data = ChartData::new(run);
+    render_picture(
+        &SingleChart { chart, data: &data },
+        chart.size(),
+        format,
+        chart.name(),
+    )
+}
+
+/// Something that draws itself on any plotters backend: a chart, a heatmap, a Pareto front.
+pub(crate) trait Picture {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError>;
+}
+
+struct SingleChart<'a> {
+    chart: Chart,
+    data: &'a ChartData,
+}
+
+impl Picture for SingleChart<'_> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), ChartError> {
+        draw(root, self.chart, self.data)
+    }
+}
+
+/// Draws `picture` at `size` in `format`: PNG encoded here, SVG as plotters writes it with its
+/// text turned into glyph outlines ([`svg_text`]) whose ids start with `name`.
+pub(crate) fn render_picture(
+    picture: &impl Picture,
+    (width, height): (u32, u32),
+    format: Format,
+    name: &str,
+) -> Result<Vec<u8>, ChartError> {
+    register_fonts();
+    match format {
+        Format::Svg => {
+            let mut svg = String::new();
+            {
+                let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
+                picture.draw(&root)?;
+                root.present().map_err(chart_error)?;
+            }
+            Ok(svg_text::outline_text(&svg, name).into_bytes())
+        }
+        Format::Png => {
+            let mut pixels = vec![0u8; (width * height * 3) as usize];
+            {
+                let root =
+                    BitMapBackend::with_buffer(&mut pixels, (width, height)).into_drawing_area();
+                picture.draw(&root)?;
+                root.present().map_err(chart_error)?;
+            }
+            encode_png(&pixels, width, height)
+        }
+    }
+}
+
+fn encode_png(rgb: &[u8], width: u32, height: u32) -> Result<Vec<u8>, ChartError> {
+    let mut bytes = Vec::new();
+    let mut encoder = png::Encoder::new(&mut bytes, width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().map_err(chart_error)?;
+    writer.write_image_data(rgb).map_err(chart_error)?;
+    writer.finish().map_err(chart_error)?;
+    Ok(bytes)
+}
+
+/// Registers the embedded DejaVu Sans with plotters, once per process.
+fn register_fonts() {
+    static REGISTER: Once = Once::new();
+    REGISTER.call_once(|| {
+        let fonts = [
+            (FontStyle::Normal, dejavu::sans::regular()),
+            (FontStyle::Bold, dejavu::sans::bold()),
+        ];
+        for (style, bytes) in fonts {
+            if plotters::style::register_font(FONT, style, bytes).is_err() {
+                unreachable!("the embedded DejaVu Sans is a valid font");
+            }
+        }
+    });
+}
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+fn draw<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    chart: Chart,
+    data: &ChartData,
+) -> Result<(), ChartError> {
+    root.fill(&WHITE).map_err(chart_error)?;
+    let result = match chart {
+        Chart::Overview => draw_overview(root, data),
+        single => {
+            let title = format!("{}: {}", data.scenario, chart_title(single, data));
+            let body = titled(root, &title, 30)?;
+            draw_body(&body, single, data, 1.0)
+        }
+    };
+    result.map_err(chart_error)
+}
+
+fn chart_title(chart: Chart, data: &ChartData) -> &'static str {
+    match chart {
+        Chart::Load if !data.services.is_empty() => "requests reaching each service",
+        Chart::Load => "attempts reaching the upstream",
+        Chart::Latency => "latency of successful operations (p50 dashed, p99 solid)",
+        Chart::Duplicates => "duplicate writes (solid) and unknown results (dashed), cumulative",
+        Chart::Goodput => "goodput and failures",
+        Chart::Overview => "overview",
+    }
+}
+
+/// Draws a title at the top of `area` and returns the area below it.
+fn titled<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    title: &str,
+    size: u32,
+) -> Result<DrawingArea<DB, Shift>, ChartError> {
+    let (_, height) = area.dim_in_pixel();
+    let strip = size * 2;
+    let (top, rest) = area.split_vertically(strip.min(height / 3));
+    top.draw(&Text::new(
+        title.to_string(),
+        (12, (strip / 4) as i32),
+        (FONT, size as f64).into_font().style(FontStyle::Bold),
+    ))
+    .map_err(chart_error)?;
+    Ok(rest)
+}
+
+fn draw_overview<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    data: &ChartData,
+) -> DrawResult<DB> {
+    let (_, rest) = root.split_vertically(96);
+    root.draw(&Text::new(
+        data.scenario.clone(),
+        (16, 10),
+        (FONT, 36.0).into_font().style(FontStyle::Bold),
+    ))?;
+    for (line, text) in wrap(&data.description, 150).iter().take(2).enumerate() {
+        root.draw(&Text::new(
+            text.clone(),
+            (16, 54 + 22 * line as i32),
+            (FONT, 20.0).into_font(),
+        ))?;
+    }
+    let quarters = rest.split_evenly((2, 2));
+    let charts = [
+        Chart::Load,
+        Chart::Latency,
+        Chart::Duplicates,
+        Chart::Goodput,
+    ];
+    for (area, chart) in quarters.iter().zip(charts) {
+        let area = area.margin(4, 4, 8, 8);
+        area.draw(&Text::new(
+            capitalised(chart_title(chart, data)),
+            (4, 2),
+            (FONT, 20.0).into_font().style(FontStyle::Bold),
+        ))?;
+        let (_, body) = area.split_vertically(28);
+        draw_body(&body, chart, data, 0.8)?;
+    }
+    Ok(())
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|first| first.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
+}
+
+/// Splits `text` into lines of at most about `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match lines.last_mut() {
+            Some(line) if line.len() + 1 + word.len() <= width => {
+                line.push(' ');
+                line.push_str(word);
+            }
+            _ => lines.push(word.to_string()),
+        }
+    }
+    lines
+}
+
+fn draw_body<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    chart: Chart,
+    data: &ChartData,
+    scale: f64,
+) -> DrawResult<DB> {
+    match chart {
+        Chart::Load if !data.services.is_empty() => {
+            let panels = data.service_load_panels();
+            let rows = area.split_evenly((panels.len(), 1));
+            for (row, panel) in rows.iter().zip(&panels) {
+                draw_panel(row, panel, scale)?;
+            }
+            Ok(())
+        }
+        Chart::Load => draw_panel(area, &data.load_panel(), scale),
+        Chart::Latency => draw_panel(area, &data.latency_panel(), scale),
+        Chart::Duplicates => draw_panel(area, &data.duplicates_panel(), scale),
+        Chart::Goodput => {
+            let (_, height) = area.dim_in_pixel();
+            let (top, bottom) = area.split_vertically(height / 2);
+            draw_panel(&top, &data.goodput_panel(), scale)?;
+            draw_panel(&bottom, &data.failures_panel(), scale)
+        }
+        Chart::Overview => unreachable!("the overview is drawn from the other charts"),
+    }
+}
+
+/// One line of a panel.
+#[derive(Debug, Clone)]
+struct Series {
+    label: String,
+    colour: RGBColor,
+    dashed: bool,
+    /// A reference line (a capacity), not data: see [`Panel::reference_headroom`].
+    reference: bool,
+    /// A legend entry for the outage bands (drawn as a block, with no points of its own).
+    band: bool,
+    /// Points in order of x; `None` breaks the line (no data in that bucket).
+    points: Vec<(f64, Option<f64>)>,
+}
+
+/// One plot: axes, shaded incident windows and lines.
+#[derive(Debug, Clone)]
+struct Panel {
+    y_label: String,
+    log_y: bool,
+    /// Whether it draws its legend strip (panels stacked under one legend do not).
+    legend: bool,
+    /// Whether it labels its time axis (panels stacked above another do not).
+    time_label: bool,
+    /// If set, reference lines widen the y range to at most this multiple of the data's
+    /// highest point, and are cut off above: a capacity far above the load leaves the load
+    /// readable, and shows where it comes down to meet it.
+    reference_headroom: Option<f64>,
+    series: Vec<Series>,
+    /// Time ranges to shade, seconds.
+    incidents: Vec<(f64, f64)>,
+    /// When a service was down after crashing under overload, per policy.
+    outages: Vec<Outage>,
+    /// What to say instead of drawing empty axes, when no series has a value above zero.
+    empty_note: Option<String>,
+}
+
+impl Panel {
+    /// Whether no data series has a value above zero (reference lines do not count).
+    fn is_empty(&self) -> bool {
+        self.series
+            .iter()
+            .filter(|series| !series.reference && !series.band)
+            .flat_map(|series| series.points.iter())
+            .all(|(_, value)| value.is_none_or(|value| value <= 0.0))
+    }
+}
+
+/// A service down after a crash in one policy's run: a band in that policy's colour along the
+/// bottom of the plot, one row per policy, so that every policy's crash loop can be told apart
+/// (the incident shading belongs to the scenario, the same for every policy).
+#[derive(Debug, Clone, Copy)]
+struct Outage {
+    policy: usize,
+    start_s: f64,
+    end_s: f64,
+}
+
+/// The height of one policy's row of outage bands, as a share of the plot's height.
+const OUTAGE_ROW: f64 = 0.025;
+
+/// The outage bands as drawn at a resolution of `pixel_s` seconds: per policy, those less than
+/// a pixel apart are one block, so a crash loop draws at most a block per pixel of the plot's
+/// width, however many crashes it had (the services' crashes merge in their policy's row).
+fn merged_at(outages: &[Outage], pixel_s: f64) -> Vec<Outage> {
+    let mut sorted = outages.to_vec();
+    sorted.sort_by(|a, b| {
+        (a.policy, a.start_s)
+            .partial_cmp(&(b.policy, b.start_s))
+            .expect("times are finite")
+    });
+    let mut merged = Vec::new();
+    for row in sorted.chunk_by(|a, b| a.policy == b.policy) {
+        let periods = row.iter().map(|outage| (outage.start_s, outage.end_s));
+        merged.extend(
+            merge_close(periods, |end, start| start - end < pixel_s)
+                .into_iter()
+                .map(|(start_s, end_s)| Outage {
+                    policy: row[0].policy,
+                    start_s,
+                    end_s,
+                }),
+        );
+    }
+    merged
+}
+
+fn draw_panel<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    panel: &Panel,
+    scale: f64,
+) -> DrawResult<DB> {
+    if let Some(note) = panel.empty_note.as_deref().filter(|_| panel.is_empty()) {
+        // Empty axes would read as a broken chart: say why there is nothing to draw.
+        let (width, height) = area.dim_in_pixel();
+        let style = (FONT, font_size(22.0, scale))
+            .into_font()
+            .color(&RGBColor(90, 90, 90))
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        area.draw(&Rectangle::new(
+            [(0, 0), (width as i32 - 1, height as i32 - 1)],
+            RGBColor(220, 220, 220).stroke_width(1),
+        ))?;
+        return area.draw(&Text::new(
+            note.to_string(),
+            (width as i32 / 2, height as i32 / 2),
+            style,
+        ));
+    }
+    let mut entries = panel.series.clone();
+    if !panel.outages.is_empty() {
+        entries.push(Series {
+            label: "down after a crash (a row per policy)".into(),
+            colour: CAPACITY,
+            dashed: false,
+            reference: false,
+            band: true,
+            points: Vec::new(),
+        });
+    }
+    let legend_rows = if panel.legend {
+        legend_layout(area, &entries, scale)
+    } else {
+        Vec::new()
+    };
+    let row_height = (22.0 * scale) as u32;
+    let (legend, plot) = area.split_vertically(row_height * legend_rows.len() as u32 + 6);
+    draw_legend(&legend, &entries, &legend_rows, scale)?;
+    let data = panel.plot_data();
+    let x_end = data.x_end;
+    let label_font = (FONT, font_size(18.0, scale)).into_font();
+    let axis_font = (FONT, font_size(15.0, scale)).into_font();
+    let mut builder = ChartBuilder::on(&plot);
+    builder
+        .margin_left((26.0 * scale) as u32)
+        .margin_right((24.0 * scale) as u32)
+        .margin_top((8.0 * scale) as u32)
+        .x_label_area_size((48.0 * scale) as u32)
+        .y_label_area_size((100.0 * scale) as u32);
+    if panel.log_y {
+        let (low, high) = data.log_range();
+        let mut chart = builder.build_cartesian_2d(0.0..x_end, (low..high).log_scale())?;
+        chart
+            .configure_mesh()
+            .x_desc(if panel.time_label { "time (s)" } else { "" })
+            .y_desc(panel.y_label.as_str())
+            .label_style(axis_font.clone())
+            .axis_desc_style(label_font.clone())
+            .light_line_style(RGBColor(240, 240, 240))
+            .y_label_formatter(&|value| compact(*value))
+            .draw()?;
+        for (start, end) in &data.incidents {
+            chart.draw_series([Rectangle::new(
+                [(*start, low), (*end, high)],
+                INCIDENT.filled(),
+            )])?;
+        }
+        let at = |share: f64| low * (high / low).powf(share);
+        let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        for outage in merged_at(&panel.outages, pixel_s) {
+            let row = outage.policy as f64 * OUTAGE_ROW;
+            chart.draw_series([Rectangle::new(
+                [
+                    (outage.start_s, at(row)),
+                    (outage.end_s, at(row + OUTAGE_ROW)),
+                ],
+                policy_colour(outage.policy).filled(),
+            )])?;
+        }
+        draw_series(&mut chart, &panel.series, scale)
+    } else {
+        let high = data.linear_top();
+        let mut chart = builder.build_cartesian_2d(0.0..x_end, 0.0..high)?;
+        chart
+            .configure_mesh()
+            .x_desc(if panel.time_label { "time (s)" } else { "" })
+            .y_desc(panel.y_label.as_str())
+            .label_style(axis_font)
+            .axis_desc_style(label_font)
+            .light_line_style(RGBColor(240, 240, 240))
+            .y_label_formatter(&|value| compact(*value))
+            .draw()?;
+        for (start, end) in &data.incidents {
+            chart.draw_series([Rectangle::new(
+                [(*start, 0.0), (*end, high)],
+                INCIDENT.filled(),
+            )])?;
+        }
+        let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
+        for outage in merged_at(&panel.outages, pixel_s) {
+            let row = outage.policy as f64 * OUTAGE_ROW * high;
+            chart.draw_series([Rectangle::new(
+                [
+                    (outage.start_s, row),
+                    (outage.end_s, row + OUTAGE_ROW * high),
+                ],
+                policy_colour(outage.policy).filled(),
+            )])?;
+        }
+        if panel.reference_headroom.is_some() {
+            // Reference lines above the range are cut, not drawn along its top edge.
+            let cut: Vec<Series> = panel
+                .series
+                .iter()
+                .map(|line| Series {
+                    points: line
+                        .points
+                        .iter()
+                        .map(|&(x, y)| (x, y.filter(|&y| !line.reference || y <= high)))
+                        .collect(),
+                    ..line.clone()
+                })
+                .collect();
+            return draw_series(&mut chart, &cut, scale);
+        }
+        draw_series(&mut chart, &panel.series, scale)
+    }
+}
+
+/// A font size scaled to whole pixels: fractional sizes space glyphs unevenly.
+fn font_size(size: f64, scale: f64) -> f64 {
+    (size * scale).round()
+}
+
+/// `12000` as `12k`, `2500000` as `2.5M`: axis labels that stay short.
+fn compact(value: f64) -> String {
+    let magnitude = value.abs();
+    let (scaled, suffix) = if magnitude >= 1e6 {
+        (value / 1e6, "M")
+    } else if magnitude >= 1e4 {
+        (value / 1e3, "k")
+    } else {
+        (value, "")
+    };
+    let text = if scaled.fract() == 0.0 {
+        format!("{scaled:.0}")
+    } else if magnitude < 1.0 {
+        format!("{scaled:.2}")
+    } else {
+        format!("{scaled:.1}")
+    };
+    format!("{text}{suffix}")
+}
+
+fn draw_series<DB, Y>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    series: &[Series],
+    scale: f64,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend,
+    Y: Ranged<ValueType = f64>,
+{
+    let width = (2.0 * scale).max(1.0) as u32;
+    for line in series {
+        let style = line.colour.stroke_width(width);
+        for segment in segments(&line.points) {
+            if line.dashed {
+                chart.draw_series(DashedLineSeries::new(segment, 8, 5, style))?;
+            } else {
+                chart.draw_series(LineSeries::new(segment, style))?;
+            }
+        }
+        // Markers every few points, each policy its own shape and its own phase, so that
+        // lines that coincide (two policies alike until an incident) can still be told apart.
+        if let Some(policy) = line.policy() {
+            let every = (line.points.len() / MARKERS_PER_LINE).max(1);
+            let phase = policy * every / PALETTE.len();
+            let points = line
+                .points
+                .iter()
+                .skip(phase)
+                .step_by(every)
+                .filter_map(|&(x, y)| Some((x, y?)));
+            let size = (4.0 * scale).max(2.0) as i32;
+            for point in points {
+                chart.plotting_area().draw(&marker::<DB, _>(
+                    policy,
+                    point,
+                    size,
+                    line.colour,
+                    width,
+                ))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Markers on each policy's line, about this many.
+const MARKERS_PER_LINE: usize = 12;
+
+/// The marker of policy `policy` at `at`: a disc, a triangle, a cross, a ring, by policy.
+fn marker<DB: DrawingBackend, C: Copy + 'static>(
+    policy: usize,
+    at: C,
+    size: i32,
+    colour: RGBColor,
+    width: u32,
+) -> DynElement<'static, DB, C> {
+    match policy % 4 {
+        0 => Circle::new(at, size, colour.filled()).into_dyn(),
+        1 => TriangleMarker::new(at, size + 1, colour.filled()).into_dyn(),
+        2 => Cross::new(at, size, colour.stroke_width(width)).into_dyn(),
+        _ => Circle::new(at, size, colour.stroke_width(width)).into_dyn(),
+    }
+}
+
+impl Series {
+    /// The policy whose data this line is (its colour is the policy's), if any.
+    fn policy(&self) -> Option<usize> {
+        if self.reference || self.band {
+            return None;
+        }
+        PALETTE.iter().position(|colour| *colour == self.colour)
+    }
+}
+
+/// Runs of consecutive points that have a value.
+fn segments(points: &[(f64, Option<f64>)]) -> Vec<Vec<(f64, f64)>> {
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+    for &(x, y) in points {
+        match y {
+            Some(y) => runs.last_mut().expect("never empty").push((x, y)),
+            None if runs.last().is_some_and(|run| !run.is_empty()) => runs.push(Vec::new()),
+            None => {}
+        }
+    }
+    runs.retain(|run| !run.is_empty());
+    runs
+}
+
+/// Which legend entries go on which row, so that rows fit the width.
+fn legend_layout<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[Series],
+    scale: f64,
+) -> Vec<Vec<usize>> {
+    let (width, _) = area.dim_in_pixel();
+    let start = (LEGEND_LEFT * scale) as u32;
+    let mut rows: Vec<Vec<usize>> = vec![Vec::new()];
+    let mut used = start;
+    // A series without a label has no entry (stacked panels share one legend).
+    for (index, line) in series
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| !line.label.is_empty())
+    {
+        let entry = legend_entry_width(area, &line.label, scale);
+        if used + entry > width && !rows.last().expect("never empty").is_empty() {
+            rows.push(Vec::new());
+            used = start;
+        }
+        rows.last_mut().expect("never empty").push(index);
+        used += entry;
+    }
+    rows
+}
+
+/// Where legend entries start, in unscaled pixels (in line with the plot's y axis).
+const LEGEND_LEFT: f64 = 108.0;
+
+/// The width a legend entry takes: its line sample, its label and the gap after it. Labels are
+/// measured with the embedded font plus 15%, because an SVG viewer draws them with a font of
+/// its own, which may be wider.
+fn legend_entry_width<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    label: &str,
+    scale: f64,
+) -> u32 {
+    let font = (FONT, font_size(16.0, scale)).into_font();
+    let text_width = area
+        .estimate_text_size(label, &TextStyle::from(font))
+        .map_or(200, |(width, _)| width);
+    (38.0 * scale) as u32 + (f64::from(text_width) * 1.15) as u32 + (24.0 * scale) as u32
+}
+
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    series: &[Series],
+    rows: &[Vec<usize>],
+    scale: f64,
+) -> DrawResult<DB> {
+    let font = (FONT, font_size(16.0, scale)).into_font();
+    let row_height = 22.0 * scale;
+    for (row, entries) in rows.iter().enumerate() {
+        let y = (row as f64 * row_height + row_height / 2.0 + 3.0) as i32;
+        let mut x = (LEGEND_LEFT * scale) as i32;
+        for &index in entries {
+            let line = &series[index];
+            let style = line.colour.stroke_width((2.0 * scale).max(1.0) as u32);
+            let sample = [(x, y), (x + (30.0 * scale) as i32, y)];
+            if line.band {
+                let half = (5.0 * scale) as i32;
+                area.draw(&Rectangle::new(
+                    [(x, y - half), (x + (30.0 * scale) as i32, y + half)],
+                    line.colour.filled(),
+                ))?;
+            } else if line.dashed {
+                area.draw(&PathElement::new(
+                    vec![sample[0], (x + (12.0 * scale) as i32, y)],
+                    style,
+                ))?;
+                area.draw(&PathElement::new(
+                    vec![(x + (18.0 * scale) as i32, y), sample[1]],
+                    style,
+                ))?;
+            } else {
+                area.draw(&PathElement::new(sample.to_vec(), style))?;
+            }
+            if let Some(policy) = line.policy() {
+                let size = (4.0 * scale).max(2.0) as i32;
+                let centre = (x + (15.0 * scale) as i32, y);
+                let width = (2.0 * scale).max(1.0) as u32;
+                area.draw(&marker::<DB, _>(policy, centre, size, line.colour, width))?;
+            }
+            area.draw(&Text::new(
+                line.label.clone(),
+                (x + (38.0 * scale) as i32, y - (9.0 * scale) as i32),
+                font.clone(),
+            ))?;
+            x += legend_entry_width(area, &line.label, scale) as i32;
+        }
+    }
+    Ok(())
+}
+
+/// Ranges of a panel: where its data ends, its extremes and the incident windows.
+struct PlotData {
+    x_end: f64,
+    max: f64,
+    min_positive: f64,
+    incidents: Vec<(f64, f64)>,
+}
+
+impl PlotData {
+    fn linear_top(&self) -> f64 {
+        if self.max > 0.0 { self.max * 1.08 } else { 1.0 }
+    }
+
+    fn log_range(&self) -> (f64, f64) {
+        if self.max <= 0.0 {
+            return (0.1, 10.0);
+        }
+        let low = self.min_positive.min(self.max) / 1.5;
+        (low.max(1e-3), self.max * 1.5)
+    }
+}
+
+/// Everything the charts need, read once from the run.
+struct ChartData {
+    scenario: String,
+    description: String,
+    bucket_s: f64,
+    /// Bucket start times, seconds.
+    times: Vec<f64>,
+    policies: Vec<PolicyData>,
+    /// The entry service's capacity per bucket, requests per second.
+    capacity_rps: Vec<Option<f64>>,
+    /// In a topology, every service's name and, for a service that calls nothing, its
+    /// capacity (empty for a single service). A calling service's capacity is measured per
+    /// policy ([`PolicyData::capacity`]).
+    services: Vec<(String, Option<Vec<Option<f64>>>)>,
+    incidents: Vec<(f64, f64)>,
+    outages: Vec<Outage>,
+    /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
+    writes: bool,
+    /// The entry service's rate limit for all clients together, requests per second.
+    rate_limit_rps: Option<f64>,
+}
+
+struct PolicyData {
+    name: String,
+    attempts: Vec<f64>,
+    /// In a topology, the requests sent to each service per bucket.
+    requests: Vec<Vec<f64>>,
+    /// In a topology, each calling service's measured capacity per bucket (requests per
+    /// second; `None` for a leaf, whose capacity is the scenario's).
+    capacity: Vec<Option<Vec<Option<f64>>>>,
+    p50_ms: Vec<Option<f64>>,
+    p99_ms: Vec<Option<f64>>,
+    duplicate_writes: Vec<u64>,
+    unknown_results: Vec<u64>,
+    succeeded: Vec<u64>,
+    failures: Vec<[u64; FailureReason::ALL.len()]>,
+    /// The operation's deadline, if it has one of its own.
+    deadline_ms: Option<f64>,
+}
+
+impl ChartData {
+    fn new(run: &ScenarioRun) -> ChartData {
+        let bucket = run.scenario.bucket.get_ref().micros();
+        let bucket_s = bucket as f64 / MICROS_PER_SECOND as f64;
+        let buckets = run
+            .policies
+            .iter()
+            .map(|policy| policy.measurements.buckets.len())
+            .max()
+            .unwrap_or(0);
+        let times = (0..buckets).map(|index| index as f64 * bucket_s).collect();
+        let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
+        let policies = run
+            .policies
+            .iter()
+            .map(|policy| {
+                let measurements = &policy.measurements;
+                PolicyData {
+                    name: policy.name.clone(),
+                    attempts: measurements
+                        .buckets
+                        .iter()
+                        .map(|b| b.attempts as f64)
+                        .collect(),
+                    requests: if run.has_topology() {
+                        measurements
+                            .services
+                            .iter()
+                            .map(|service| {
+                                service
+                                    .buckets
+                                    .iter()
+                                    .map(|b| b.requests() as f64)
+                                    .collect()
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    capacity: if run.has_topology() {
+                        measurements
+                            .services
+                            .iter()
+                            .zip(&policy.model.services)
+                            .map(|(service, model)| {
+                                (!model.is_leaf()).then(|| {
+                                    service
+                                        .buckets
+                                        .iter()
+                                        .map(|b| b.capacity_rps(false, model.mean_service_us()))
+                                        .collect()
+                                })
+                            })
+                            .collect()
+                    } else {
+                        Vec::new()
+                    },
+                    p50_ms: measurements
+                        .latency
+                        .iter()
+                        .map(|h| h.quantile(0.5).map(to_ms))
+                        .collect(),
+                    p99_ms: measurements
+                        .latency
+                        .iter()
+                        .map(|h| h.quantile(0.99).map(to_ms))
+                        .collect(),
+                    duplicate_writes: measurements
+                        .buckets
+                        .iter()
+                        .map(|b| b.duplicate_writes)
+                        .collect(),
+                    unknown_results: measurements
+                        .buckets
+                        .iter()
+                        .map(|b| b.unknown_results)
+                        .collect(),
+                    succeeded: measurements.buckets.iter().map(|b| b.succeeded).collect(),
+                    failures: measurements.buckets.iter().map(|b| b.failures).collect(),
+                    deadline_ms: match policy.model.users.policy.deadline {
+                        crate::model::Deadline::Budget(budget) => Some(to_ms(budget as f64)),
+                        _ => None,
+                    },
+                }
+            })
+            .collect();
+        // Capacity at the middle of each bucket; none (no line) where requests take no time,
+        // as `capacity_rps` in the CSVs is empty there: it has no bound.
+        let capacity_rps = |service: &ServiceModel| -> Vec<Option<f64>> {
+            let mean_us = service.mean_service_us();
+            (0..buckets as u64)
+                .map(|index| {
+                    let workers = service.capacity.available(index * bucket + bucket / 2);
+                    (mean_us > 0.0).then(|| workers as f64 * MICROS_PER_SECOND as f64 / mean_us)
+                })
+                .collect()
+        };
+        let end = buckets as u64 * bucket;
+        let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
+        // The incident the summary measures, one that does not end closed at the chart's end.
+        let incidents: Vec<(f64, f64)> = run
+            .model
+            .incident
+            .map(|(start, stop)| (seconds(start), seconds(stop.unwrap_or(end).max(start))))
+            .into_iter()
+            .collect();
+        let outages = run
+            .policies
+            .iter()
+            .enumerate()
+            .flat_map(|(policy, run)| {
+                run.measurements
+                    .services
+                    .iter()
+                    .flat_map(|service| service.downtime.periods())
+                    .map(move |&(down, up)| Outage {
+                        policy,
+                        start_s: seconds(down),
+                        end_s: seconds(up),
+                    })
+            })
+            .collect();
+        ChartData {
+            scenario: run.scenario.name.to_string(),
+            description: run.scenario.description.clone(),
+            bucket_s,
+            times,
+            policies,
+            capacity_rps: capacity_rps(run.model.entry_service()),
+            services: if run.has_topology() {
+                run.model
+                    .services
+                    .iter()
+                    .map(|service| {
+                        // A calling service's throughput depends on how long its calls take,
+                        // so workers / own service time would overstate it: no line.
+                        let leaf = service.calls.is_empty();
+                        (service.name.clone(), leaf.then(|| capacity_rps(service)))
+                    })
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            incidents,
+            outages,
+            writes: run
+                .model
+                .users
+                .endpoints
+                .iter()
+                .any(|endpoint| !endpoint.idempotent_method),
+            rate_limit_rps: run
+                .model
+                .entry_service()
+                .rate_limit
+                .as_ref()
+                .filter(|limit| !limit.per_client)
+                .map(|limit| limit.rate),
+        }
+    }
+
+    fn series(
+        &self,
+        label: String,
+        colour: RGBColor,
+        dashed: bool,
+        values: impl Iterator<Item = Option<f64>>,
+    ) -> Series {
+        Series {
+            label,
+            colour,
+            dashed,
+            reference: false,
+            band: false,
+            points: self.times.iter().copied().zip(values).collect(),
+        }
+    }
+
+    /// A dashed reference line (a capacity) over the buckets.
+    fn reference(
+        &self,
+        label: String,
+        colour: RGBColor,
+        values: impl Iterator<Item = Option<f64>>,
+    ) -> Series {
+        Series {
+            reference: true,
+            ..self.series(label, colour, true, values)
+        }
+    }
+
+    fn per_second(&self, count: u64) -> f64 {
+        count as f64 / self.bucket_s
+    }
+
+    /// One solid line per policy, labelled with its name: the counts `counts` picks, per second.
+    fn rate_per_policy(&self, counts: impl Fn(&PolicyData) -> &[f64]) -> Vec<Series> {
+        self.policies
+            .iter()
+            .enumerate()
+            .map(|(index, policy)| {
+                self.series(
+                    policy.name.clone(),
+                    policy_colour(index),
+                    false,
+                    counts(policy)
+                        .iter()
+                        .map(|count| Some(count / self.bucket_s)),
+                )
+            })
+            .collect()
+    }
+
+    fn load_panel(&self) -> Panel {
+        let mut series = self.rate_per_policy(|policy| &policy.attempts);
+        // No line and no legend entry where the capacity has no bound (requests take no time).
+        if self.capacity_rps.iter().any(Option::is_some) {
+            series.push(self.series(
+                "upstream capacity".into(),
+                CAPACITY,
+                true,
+                self.capacity_rps.iter().copied(),
+            ));
+        }
+        // A rate limit is drawn where it binds: where some policy's load reaches it.
+        let peak = self
+            .policies
+            .iter()
+            .flat_map(|policy| policy.attempts.iter())
+            .fold(0.0, |peak: f64, count| peak.max(count / self.bucket_s));
+        if let Some(limit) = self.rate_limit_rps.filter(|limit| peak >= 0.8 * limit) {
+            series.push(self.reference(
+                format!("rate limit ({limit:.0}/s)"),
+                LIMIT,
+                self.times.iter().map(|_| Some(limit)),
+            ));
+        }
+        Panel {
+            y_label: "attempts per second".into(),
+            log_y: false,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series,
+            incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
+            empty_note: None,
+        }
+    }
+
+    /// In a topology, one panel per service: the requests its callers sent it per second, per
+    /// policy, with its capacity, dashed: grey for a service that calls nothing, in the
+    /// policy's colour for a calling service, whose capacity each policy's run measured (its
+    /// workers are held for their calls). Only the first panel has the legend (the colours are
+    /// the same in all) and only the last the time axis's label.
+    fn service_load_panels(&self) -> Vec<Panel> {
+        let last = self.services.len().saturating_sub(1);
+        self.services
+            .iter()
+            .enumerate()
+            .map(|(service, (name, capacity))| {
+                let mut series = self.rate_per_policy(|policy| &policy.requests[service]);
+                for (index, policy) in self.policies.iter().enumerate() {
+                    if let Some(measured) = &policy.capacity[service] {
+                        let colour = policy_colour(index);
+                        series.push(self.reference(
+                            String::new(),
+                            colour,
+                            measured.iter().copied(),
+                        ));
+                    }
+                }
+                let label = if service == 0 { "capacity" } else { "" };
+                let fixed = capacity.iter().flatten().copied();
+                series.push(self.reference(label.into(), CAPACITY, fixed));
+                Panel {
+                    y_label: format!("{name}: requests/s"),
+                    log_y: false,
+                    legend: service == 0,
+                    time_label: service == last,
+                    reference_headroom: Some(2.0),
+                    series,
+                    incidents: self.incidents.clone(),
+                    outages: self.outages.clone(),
+                    empty_note: None,
+                }
+            })
+            .collect()
+    }
+
+    fn latency_panel(&self) -> Panel {
+        let mut series = Vec::new();
+        for (index, policy) in self.policies.iter().enumerate() {
+            let colour = policy_colour(index);
+            series.push(self.series(
+                format!("{} p99", policy.name),
+                colour,
+                false,
+                policy.p99_ms.iter().copied(),
+            ));
+            series.push(self.series(
+                format!("{} p50", policy.name),
+                colour,
+                true,
+                policy.p50_ms.iter().copied(),
+            ));
+        }
+        // Each deadline where it binds: where some policy's p99 comes within half of it.
+        let slowest = self
+            .policies
+            .iter()
+            .flat_map(|policy| policy.p99_ms.iter().flatten())
+            .fold(0.0, |slowest: f64, ms| slowest.max(*ms));
+        let mut deadlines: Vec<f64> = self
+            .policies
+            .iter()
+            .filter_map(|policy| policy.deadline_ms)
+            .filter(|deadline| slowest >= 0.5 * deadline)
+            .collect();
+        deadlines.sort_by(f64::total_cmp);
+        deadlines.dedup();
+        for deadline in deadlines {
+            series.push(self.reference(
+                format!(
+                    "deadline ({})",
+                    crate::base::time::Duration((deadline * 1000.0) as u64)
+                ),
+                LIMIT,
+                self.times.iter().map(|_| Some(deadline)),
+            ));
+        }
+        Panel {
+            y_label: "latency (ms, log scale)".into(),
+            log_y: true,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series,
+            incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
+            empty_note: Some("no operation succeeded in any policy".into()),
+        }
+    }
+
+    fn duplicates_panel(&self) -> Panel {
+        let cumulative = |counts: &[u64]| -> Vec<Option<f64>> {
+            counts
+                .iter()
+                .scan(0u64, |total, count| {
+                    *total += count;
+                    Some(Some(*total as f64))
+                })
+                .collect()
+        };
+        let mut series = Vec::new();
+        for (index, policy) in self.policies.iter().enumerate() {
+            let colour = policy_colour(index);
+            series.push(self.series(
+                format!("{} duplicate writes", policy.name),
+                colour,
+                false,
+                cumulative(&policy.duplicate_writes).into_iter(),
+            ));
+            series.push(self.series(
+                format!("{} unknown results", policy.name),
+                colour,
+                true,
+                cumulative(&policy.unknown_results).into_iter(),
+            ));
+        }
+        let empty_note = if self.writes {
+            "no duplicate writes and no unknown results in any policy"
+        } else {
+            "no writes in this scenario: every operation is idempotent, so none can be duplicated"
+        };
+        Panel {
+            y_label: "operations (cumulative)".into(),
+            log_y: false,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series,
+            incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
+            empty_note: Some(empty_note.into()),
+        }
+    }
+
+    fn goodput_panel(&self) -> Panel {
+        let series = self
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(index, policy)| {
+                self.series(
+                    format!("{} succeeded", policy.name),
+                    policy_colour(index),
+                    false,
+                    policy
+                        .succeeded
+                        .iter()
+                        .map(|count| Some(self.per_second(*count))),
+                )
+            })
+            .collect();
+        Panel {
+            y_label: "succeeded per second".into(),
+            log_y: false,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series,
+            incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
+            empty_note: None,
+        }
+    }
+
+    /// Failures per second, one line per policy and reason that occurred.
+    fn failures_panel(&self) -> Panel {
+        let mut series = Vec::new();
+        for (index, policy) in self.policies.iter().enumerate() {
+            for (reason_index, reason) in FailureReason::ALL.iter().enumerate() {
+                let counts: Vec<u64> = policy.failures.iter().map(|f| f[reason_index]).collect();
+                if counts.iter().all(|count| *count == 0) {
+                    continue;
+                }
+                // Solid for the reason that fails most operations overall, dashed for others.
+                series.push(self.series(
+                    format!("{}: {reason}", policy.name),
+                    policy_colour(index),
+                    reason_index != dominant_reason(&policy.failures),
+                    counts.iter().map(|count| Some(self.per_second(*count))),
+                ));
+            }
+        }
+        Panel {
+            y_label: "failed per second".into(),
+            log_y: false,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series,
+            incidents: self.incidents.clone(),
+            outages: self.outages.clone(),
+            empty_note: Some("no operation failed in any policy".into()),
+        }
+    }
+}
+
+/// The reason with the most failures over the run.
+fn dominant_reason(failures: &[[u64; FailureReason::ALL.len()]]) -> usize {
+    (0..FailureReason::ALL.len())
+        .max_by_key(|&reason| {
+            (
+                failures.iter().map(|f| f[reason]).sum::<u64>(),
+                std::cmp::Reverse(reason),
+            )
+        })
+        .unwrap_or(0)
+}
+
+impl Panel {
+    fn plot_data(&self) -> PlotData {
+        let extremes = |reference: bool| {
+            self.series
+                .iter()
+                .filter(|line| line.reference == reference || self.reference_headroom.is_none())
+                .flat_map(|line| line.points.iter().filter_map(|(_, y)| *y))
+                .fold((0.0f64, f64::INFINITY), |(max, min), y| {
+                    (max.max(y), if y > 0.0 { min.min(y) } else { min })
+                })
+        };
+        let (mut max, min_positive) = extremes(false);
+        if let Some(headroom) = self.reference_headroom {
+            max = max.max(extremes(true).0.min(headroom * max));
+        }
+        let x_end = self
+            .series
+            .iter()
+            .flat_map(|line| line.points.last().map(|(x, _)| *x))
+            .fold(0.0, f64::max)
+            .max(1e-3);
+        PlotData {
+            x_end,
+            max,
+            min_positive,
+            incidents: self.incidents.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_parse() {
+        assert_eq!("png".parse(), Ok(Format::Png));
+        assert_eq!(" svg".parse(), Ok(Format::Svg));
+        assert!(
+            "jpeg"
+                .parse::<Format>()
+                .unwrap_err()
+                .contains("valid: png, svg")
+        );
+    }
+
+    #[test]
+    fn lines_break_where_data_is_missing() {
+        let points = [
+            (0.0, Some(1.0)),
+            (1.0, None),
+            (2.0, Some(3.0)),
+            (3.0, Some(4.0)),
+            (4.0, None),
+        ];
+        assert_eq!(
+            segments(&points),
+            vec![vec![(0.0, 1.0)], vec![(2.0, 3.0), (3.0, 4.0)]]
+        );
+    }
+
+    #[test]
+    fn compact_labels() {
+        assert_eq!(compact(0.0), "0");
+        assert_eq!(compact(2500.0), "2500");
+        assert_eq!(compact(25000.0), "25k");
+        assert_eq!(compact(2_500_000.0), "2.5M");
+    }
+
+    #[test]
+    fn wrapping_keeps_words_whole() {
+        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+    }
+}

@@ -1,0 +1,504 @@
+//! `report.html`: one self-contained page per run, for reading without a terminal.
+//!
+//! The page holds the scenario's description, what was simulated, the summary table, the four
+//! charts inline as SVG, and what each metric means; for a topology also its diagram
+//! ([`diagram`]) and a table per service. It loads nothing from anywhere (no scripts, no fonts,
+//! no stylesheets), so it opens from a file in any browser and can be mailed or attached to a
+//! postmortem as it is.
+
+mod diagram;
+
+use std::fmt::Write as _;
+
+use crate::base::escape::html as escape;
+use crate::claims::{evaluate, number};
+use crate::output::charts::{Chart, ChartError, Format, render};
+use crate::run::ScenarioRun;
+use crate::scenario::Service;
+use crate::vocabulary::metric::METRICS;
+
+pub use diagram::topology_svg;
+
+/// What the report's failures column means (the summary metrics explain themselves:
+/// [`METRICS`]).
+const FAILURES_MEANING: &str = "Why operations ended without success: the retry decision's reasons (max-attempts, deadline-exhausted, not-transient, unknown-result, ...).";
+
+fn optional(value: Option<f64>, digits: usize) -> String {
+    value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
+}
+
+/// The report's bytes.
+pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
+    let scenario = &run.scenario;
+    let name = escape(scenario.name.as_str());
+    let mut page = String::new();
+    let _ = write!(
+        page,
+        r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{name}: retrystorm report</title>
+<style>
+body {{ font-family: "DejaVu Sans", Verdana, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }}
+h1 {{ margin-bottom: 0.2em; }}
+.description {{ font-size: 1.15em; margin-top: 0; }}
+.table {{ overflow-x: auto; }}
+table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 0.35em 0.8em; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+th {{ background: #f4f4f4; }}
+figure {{ margin: 1.5em 0; }}
+figure svg {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
+dt {{ font-weight: bold; margin-top: 0.6em; }}
+dd {{ margin-left: 1.5em; }}
+.meta {{ color: #555; }}
+.claims .held b {{ color: #00734d; }}
+.claims .failed b {{ color: #b33c00; }}
+.header {{ max-width: 60em; }}
+pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
+</style>
+</head>
+<body>
+<h1>{name}</h1>
+<p class="description">{}</p>
+"#,
+        escape(&scenario.description)
+    );
+    what_to_look_at(&mut page, &scenario.header);
+    let clients = &scenario.clients;
+    let upstream = run.model.entry_service();
+    let services = if run.has_topology() {
+        format!(
+            "calling {} of {} services (below)",
+            escape(&upstream.name),
+            run.model.services.len()
+        )
+    } else {
+        format!(
+            r#"upstream of {} workers, service time {}, queue limit {}, outage behaviour "{}""#,
+            upstream.workers,
+            escape(&upstream.service_time.to_string()),
+            upstream.queue_limit,
+            escape(&format!("{:?}", upstream.outage).to_lowercase()),
+        )
+    };
+    let _ = writeln!(
+        page,
+        r#"<p class="meta">{} clients ({} workload), deadline {}, attempt timeout {}; {services}; simulated for {} with seed {}, in buckets of {}.</p>"#,
+        clients.count.get_ref().get(),
+        escape(&format!("{:?}", clients.workload.get_ref()).to_lowercase()),
+        clients.deadline,
+        clients.attempt_timeout,
+        scenario.duration.get_ref(),
+        scenario.seed,
+        scenario.bucket.get_ref(),
+    );
+    let overload: Vec<String> = scenario
+        .services()
+        .into_iter()
+        .filter_map(|service| {
+            let settings = overload_settings(service);
+            (!settings.is_empty()).then(|| {
+                let who = if run.has_topology() {
+                    format!("<b>{}</b>", escape(service.name()))
+                } else {
+                    "the upstream".to_string()
+                };
+                format!("under overload {who} has {}", settings.join(", "))
+            })
+        })
+        .collect();
+    if !overload.is_empty() {
+        let _ = writeln!(
+            page,
+            r#"<p class="meta">{}.</p>"#,
+            capitalised(&overload.join("; "))
+        );
+    }
+    let overrides: String = scenario
+        .policy
+        .iter()
+        .filter(|policy| !policy.overrides.is_empty())
+        .map(|policy| {
+            let changes: Vec<String> = policy
+                .overrides
+                .entries
+                .iter()
+                .map(|(key, value)| {
+                    format!(
+                        "<code>{}</code> = {}",
+                        escape(key),
+                        escape(&value.to_string())
+                    )
+                })
+                .collect();
+            format!(
+                " Policy <b>{}</b> runs with {}.",
+                escape(policy.name.get_ref()),
+                changes.join(", ")
+            )
+        })
+        .collect();
+    if run.has_topology() {
+        let _ = writeln!(
+            page,
+            "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most, each attempt's timeout and the call's deadline.{overrides}</figcaption>\n</figure>",
+            topology_svg(&run.model)
+        );
+    } else if !overrides.is_empty() {
+        let _ = writeln!(page, r#"<p class="meta">{}</p>"#, overrides.trim_start());
+    }
+    if !scenario.command_line_changes.is_empty() {
+        let changes: Vec<String> = scenario
+            .command_line_changes
+            .iter()
+            .map(|(key, value)| format!("<code>{}={}</code>", escape(key), escape(value)))
+            .collect();
+        let _ = writeln!(
+            page,
+            r#"<p class="meta">Run changed on the command line: --set {}. The file's lesson and text describe it as written.</p>"#,
+            changes.join(", --set ")
+        );
+    }
+    policy_table(&mut page, run);
+    page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
+    for policy in &run.policies {
+        let summary = &policy.summary;
+        // In the order of the reasons' names, as in summary.json.
+        let mut failures: Vec<String> = policy
+            .measurements
+            .failures()
+            .into_iter()
+            .map(|(reason, count)| format!("{reason}: {count}"))
+            .collect();
+        failures.sort();
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
+            escape(&policy.name),
+            summary.operations,
+            summary.success_rate * 100.0,
+            summary.goodput_rps,
+            summary.amplification,
+            summary.duplicate_writes,
+            summary.unknown_results,
+            summary.timeouts,
+            optional(summary.p50_ms, 1),
+            optional(summary.p99_ms, 1),
+            if summary.peak_incident_rps.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{:.0}", summary.peak_incident_rps)
+            },
+            summary.peak_after_rps,
+            summary.wasted_work_s,
+            summary.recovery_s,
+            escape(&if failures.is_empty() {
+                "none".to_string()
+            } else {
+                failures.join(", ")
+            }),
+        );
+    }
+    page.push_str("</table></div>\n");
+    lesson(&mut page, run);
+    if run.has_topology() {
+        service_table(&mut page, run);
+    }
+    page.push_str("<h2>Charts</h2>\n");
+    let overview = render(run, Chart::Overview, Format::Svg)?;
+    let _ = write!(
+        page,
+        "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+        String::from_utf8_lossy(&overview),
+        escape("The overview: the four charts below on one sheet, as a teacher would show them.")
+    );
+    let load_caption = if run.has_topology() {
+        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident (the scenario's [incident], or its services' capacity away from their starting level). Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
+    } else {
+        "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident (the scenario's [incident], or its capacity away from its starting level). Blocks along the bottom, one row per policy in its colour: the upstream down after crashing under overload in that policy's run."
+    };
+    let captions = [
+        (Chart::Load, load_caption),
+        (
+            Chart::Latency,
+            "Latency of the operations that succeeded in each bucket: p99 solid, p50 dashed, log scale.",
+        ),
+        (
+            Chart::Duplicates,
+            "Duplicate writes (solid) and unknown results (dashed), added up over time.",
+        ),
+        (
+            Chart::Goodput,
+            "Operations succeeded per second (top) and failed per second by reason (bottom).",
+        ),
+    ];
+    for (chart, caption) in captions {
+        let svg = render(run, chart, Format::Svg)?;
+        let _ = write!(
+            page,
+            "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
+            String::from_utf8_lossy(&svg),
+            escape(caption)
+        );
+    }
+    glossary(&mut page);
+    page.push_str("<h2>What the numbers mean</h2>\n<dl>\n");
+    let health = run.model.health;
+    let _ = writeln!(
+        page,
+        "<dt>health</dt><dd>The system is healthy over a window of {} when at most {}% of the operations that ended in it failed and retries added at most {}% to its first attempts; recovery is measured from the end of the incident to the first step of {} from which every such window, sliding by one step up to the end of arrivals, is healthy.</dd>",
+        crate::base::time::Duration(health.window),
+        health.max_failed * 100.0,
+        health.max_retries * 100.0,
+        crate::base::time::Duration(crate::vocabulary::counts::health_step(
+            run.model.bucket,
+            run.model.duration
+        ))
+    );
+    for metric in &METRICS {
+        let _ = writeln!(
+            page,
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(metric.name),
+            escape(metric.meaning)
+        );
+    }
+    let _ = writeln!(
+        page,
+        "<dt>failures by reason</dt><dd>{}</dd>",
+        escape(FAILURES_MEANING)
+    );
+    page.push_str("</dl>\n<p class=\"meta\">Written by retrystorm. The same scenario and seed give the same page.</p>\n</body>\n</html>\n");
+    Ok(page.into_bytes())
+}
+
+/// The scenario's claims and whether each held.
+/// A service's overload behaviours as the scenario writes them (`crash = { ... }`), in the
+/// order the scenario format lists them; empty if it has none.
+fn overload_settings(service: &Service) -> Vec<String> {
+    fn written<T: serde::Serialize>(name: &str, value: &T) -> String {
+        let value =
+            toml::Value::try_from(value).map_or_else(|_| "?".into(), |value| value.to_string());
+        format!("<code>{name} = {}</code>", escape(&value))
+    }
+    let mut settings = Vec::new();
+    if let Some(cost) = &service.rejection_cost {
+        settings.push(written("rejection_cost", cost.get_ref()));
+    }
+    if let Some(discipline) = &service.queue_discipline {
+        settings.push(written("queue_discipline", discipline.get_ref()));
+    }
+    if service.drop_expired {
+        settings.push(written("drop_expired", &true));
+    }
+    if service.cancellation {
+        settings.push(written("cancellation", &true));
+    }
+    if let Some(limit) = &service.concurrency_limit {
+        settings.push(written("concurrency_limit", limit.get_ref()));
+    }
+    if let Some(crash) = &service.crash {
+        settings.push(written("crash", crash.get_ref()));
+    }
+    if let Some(cold) = &service.cold_start {
+        settings.push(written("cold_start", cold.get_ref()));
+    }
+    if let Some(cache) = &service.cache {
+        settings.push(written("cache", cache.get_ref()));
+    }
+    if let Some(row) = &service.optimistic_row {
+        settings.push(written("optimistic_row", row.get_ref()));
+    }
+    settings
+}
+
+/// `text` with its first letter in upper case.
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// What each policy does: its retries (or hedging), backoff, Retry-After handling, what it
+/// retries, its timeouts, and its controls; in a topology, then what each tier does under it.
+fn policy_table(page: &mut String, run: &ScenarioRun) {
+    page.push_str("<h2>Policies</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
+    for (index, policy) in run.policies.iter().enumerate() {
+        let name = if run.scenario.changed_on_command_line(index) {
+            format!("{} (changed by --set)", policy.name)
+        } else {
+            policy.name.clone()
+        };
+        policy_row(page, &name, &policy.model.users.policy.text());
+    }
+    page.push_str("</table></div>\n");
+    if !run.has_topology() {
+        return;
+    }
+    page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n<div class=\"table\"><table>\n<tr><th>policy: calls</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
+    for policy in &run.policies {
+        for tier in policy.model.callers().iter().filter(|caller| caller.tier) {
+            policy_row(
+                page,
+                &format!("{}: {}", policy.name, tier.calls),
+                &tier.policy,
+            );
+        }
+    }
+    page.push_str("</table></div>\n");
+}
+
+/// One row of a policy table.
+fn policy_row(page: &mut String, name: &str, text: &crate::model::PolicyText) {
+    let _ = writeln!(
+        page,
+        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}, {}</td><td>{}</td></tr>",
+        escape(name),
+        escape(&text.retries),
+        escape(&text.backoff),
+        escape(&text.retry_after),
+        escape(&text.retries_on),
+        escape(&text.attempt_timeout),
+        escape(&text.deadline),
+        escape(&text.controls),
+    );
+}
+
+/// The comment at the top of the scenario file: what it sets up and what to look at. A
+/// paragraph of indented lines (a command) is kept as it is written.
+fn what_to_look_at(page: &mut String, header: &str) {
+    if header.is_empty() {
+        return;
+    }
+    page.push_str("<h2>What to look at</h2>\n<div class=\"header\">\n");
+    for paragraph in header.split("\n\n") {
+        let lines: Vec<&str> = paragraph.lines().collect();
+        if lines.iter().all(|line| line.starts_with("  ")) {
+            let _ = writeln!(page, "<pre>{}</pre>", escape(paragraph));
+        } else {
+            let _ = writeln!(page, "<p>{}</p>", escape(&lines.join(" ")));
+        }
+    }
+    page.push_str("</div>\n");
+}
+
+/// The terms a reader new to retries meets in this page, each in a sentence.
+const GLOSSARY: [(&str, &str); 10] = [
+    (
+        "attempt",
+        "One request sent for an operation; the first attempt and each retry are attempts.",
+    ),
+    (
+        "backoff",
+        "The wait before a retry, growing with each attempt (base times multiplier to the attempt's power, up to the cap), so that a struggling service gets room to recover.",
+    ),
+    (
+        "jitter",
+        "Randomness in the backoff, so that clients that failed together do not retry together: full jitter draws the whole wait at random, equal jitter half of it.",
+    ),
+    (
+        "Retry-After",
+        "A header with which an overloaded or rate-limiting service says when to come back; a client may honour it exactly, as a floor, with jitter, or ignore it.",
+    ),
+    (
+        "deadline",
+        "The time budget of a whole operation, every attempt and wait included; attempt timeout is the budget of one attempt.",
+    ),
+    (
+        "idempotent",
+        "An operation that may be repeated without changing the result (GET, PUT, DELETE); a POST is not, unless it carries an idempotency key the service remembers.",
+    ),
+    (
+        "duplicate write",
+        "A write committed twice for one operation: a retried POST whose first attempt had in fact succeeded.",
+    ),
+    (
+        "amplification",
+        "Requests sent per operation: 1 without retries; every layer that retries multiplies it.",
+    ),
+    (
+        "retry budget",
+        "A client-side control that lets retries add at most a share (say 20%) to the requests sent, so that retries cannot multiply an overload.",
+    ),
+    (
+        "metastable failure",
+        "An overload that outlives its cause: the retries it provokes keep the service saturated after the trigger is gone.",
+    ),
+];
+
+fn glossary(page: &mut String) {
+    page.push_str("<h2>Glossary</h2>\n<dl>\n");
+    for (term, meaning) in GLOSSARY {
+        let _ = writeln!(
+            page,
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(term),
+            escape(meaning)
+        );
+    }
+    page.push_str("</dl>\n");
+}
+
+fn lesson(page: &mut String, run: &ScenarioRun) {
+    let claims = evaluate(run);
+    if claims.is_empty() {
+        return;
+    }
+    page.push_str("<h2>Lesson</h2>\n<ul class=\"claims\">\n");
+    for claim in claims {
+        let _ = writeln!(
+            page,
+            "<li class=\"{}\"><b>{}</b>: {} ({} against {}){}</li>",
+            if claim.held { "held" } else { "failed" },
+            if claim.held { "held" } else { "did not hold" },
+            escape(&claim.claim),
+            escape(&number(claim.value)),
+            escape(&number(claim.against)),
+            claim
+                .why
+                .map_or_else(String::new, |why| format!(". {}", escape(&why)))
+        );
+    }
+    page.push_str("</ul>\n");
+}
+
+/// One row per policy and service: the load its callers put on it per user operation, and
+/// what it did with it.
+fn service_table(page: &mut String, run: &ScenarioRun) {
+    page.push_str("<h2>Services</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>service</th><th>requests per operation</th><th>requests</th><th>retries</th><th>served</th><th>rejected</th><th>timeouts seen by callers</th><th>peak requests/s</th><th>peak queue</th><th>wasted work s</th></tr>\n");
+    for policy in &run.policies {
+        for service in &policy.services {
+            let totals = &service.totals;
+            let _ = writeln!(
+                page,
+                "<tr><td>{}</td><td>{}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{}</td><td>{:.1}</td></tr>",
+                escape(&policy.name),
+                escape(&service.name),
+                service.amplification,
+                totals.requests(),
+                totals.retries,
+                totals.served,
+                totals.rejected(),
+                totals.timeouts,
+                service.peak_requests_rps,
+                service.peak_queue_len,
+                service.wasted_work_s,
+            );
+        }
+    }
+    page.push_str("</table></div>\n<p class=\"meta\">Requests per operation is the load on the service per user operation: 1 without retries anywhere; in a chain where every layer retries, the product of the layers' sends.</p>\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_is_escaped() {
+        assert_eq!(escape("a < b & \"c\""), "a &lt; b &amp; &quot;c&quot;");
+    }
+}
