@@ -27,7 +27,7 @@
 # On exit, whatever happened, it cancels the job, stops the daemons it started and removes the
 # temporary folder (kept, and its path printed, when KEEP_SLURM_TMP=1).
 #
-# Usage: bash ci/slurm-sweep.sh   (as root; run by .ci/run after `cargo test`)
+# Usage: bash ci/slurm-sweep.sh   (as root; run by .ci/run after `cargo test --profile bench`)
 # Environment: SLURM_SWEEP_TIMEOUT (seconds for the job array, default 1200),
 #   SLURM_CTLD_PORT / SLURM_D_PORT (default: 6817 / 6818, or the next free pair),
 #   KEEP_SLURM_TMP=1 (keep the temporary folder), CARGO_TARGET_DIR as for cargo.
