@@ -74,9 +74,19 @@ fn declared_layers(lib: &str) -> Vec<String> {
         .collect()
 }
 
-/// `text` without its `#[cfg(test)]` module and comments.
+/// `text` without its `#[cfg(test)]` module and comments. The test module must be the file's
+/// last item (the line that closes it the last line), so that nothing after it is left out.
 fn code(text: &str) -> String {
-    let before_tests = text.split("\n#[cfg(test)]").next().unwrap();
+    let mut parts = text.splitn(2, "\n#[cfg(test)]\n");
+    let before_tests = parts.next().unwrap();
+    if let Some(tests) = parts.next() {
+        let after = tests.split_once("\n}\n").map_or("", |(_, after)| after);
+        assert!(
+            tests.starts_with("mod tests {") && after.trim().is_empty(),
+            "a #[cfg(test)] item that is not the file's last, `mod tests`: {}",
+            tests.lines().next().unwrap_or("")
+        );
+    }
     before_tests
         .lines()
         .map(|line| line.split("//").next().unwrap())
