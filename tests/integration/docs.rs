@@ -6,11 +6,11 @@
 //!
 //! - A ```` ```console ```` block is commands and their output. A line `$ COMMAND` is run with
 //!   `sh -c` in the workspace (a line ending in `\` continues on the next); the lines up to the
-//!   next `$ ` are what it prints, stdout then stderr, compared line by line. In the output
-//!   shown, `[..]` matches any text within a line and a line `...` any number of lines, as
-//!   trycmd reads them: the places where a run differs from the next (wall times, memory). A
-//!   command must exit 0, unless the next command is `echo $?`, whose output shown is the exit
-//!   code.
+//!   next `$ ` are what it prints, stdout then stderr, compared line by line (blank lines at
+//!   the end aside). In the output shown, `[..]` matches any text within a line and a line
+//!   `...` any number of lines, as trycmd reads them: the places where a run differs from the
+//!   next (wall times, memory, the machine's cores). A command must exit 0, unless the next
+//!   command is `echo $?`, whose output shown is the exit code.
 //! - A ```` ```sh ```` block is commands without output: each is run and must exit 0, or is one
 //!   of [`NOT_RUN`], the commands a test cannot run (installing, the test suite itself, a
 //!   browser, a Slurm job), each with its reason.
@@ -21,18 +21,18 @@
 //!   which must use it.
 //! - Any other ```` ```toml ```` block must load as a scenario: a whole one (it has `name`) as
 //!   it is, a snippet merged into [`BASE`], a small scenario with an incident (its tables
-//!   added to the base's; with `[[service]]` it replaces the base's `[upstream]`). Imports are read from `scenarios/`, or
-//!   from `docs/examples/` for the guide.
+//!   added to the base's; with `[[service]]` it replaces the base's `[upstream]`). Imports are
+//!   read from `scenarios/`, or from `docs/examples/` for the guide.
 //! - A ```` ```json ```` or ```` ```yaml ```` block must parse, and import if it is a retry
 //!   config.
 //! - No other block: an output shown must be a console block with its command.
 //!
 //! Progress lines (timing-dependent, on stderr) are turned off with
 //! `RETRYSTORM_PROGRESS_SECONDS`. Besides: every relative link of the documents points at a
-//! file that exists; the reference's metric tables are the code's tables, rendered here; every
-//! column of every file its commands write, every key of a resolved scenario and every failure
-//! reason is named in the reference; and its block of every default resolves to what the
-//! smallest scenario resolves to.
+//! file that exists, and at a heading of it; the reference's metric tables are the code's
+//! tables, rendered here; every column of every file its commands write, every key of a
+//! resolved scenario and every failure reason is named in the reference; and its block of
+//! every default resolves to what the smallest scenario resolves to.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -582,7 +582,8 @@ fn check_config(block: &Block) -> Result<(), String> {
     Ok(())
 }
 
-/// Relative links of `doc` whose file does not exist.
+/// Relative links of `doc` whose file does not exist, or whose `#anchor` is no heading of the
+/// markdown file it names (anchors as GitHub makes them).
 fn broken_links(doc: &str) -> Vec<String> {
     let text = read(doc);
     let folder = root().join(doc).parent().unwrap().to_path_buf();
@@ -591,19 +592,62 @@ fn broken_links(doc: &str) -> Vec<String> {
         for (at, _) in line.match_indices("](") {
             let rest = &line[at + 2..];
             let Some(end) = rest.find(')') else { continue };
-            let target = rest[..end].split('#').next().unwrap();
-            if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+            let link = &rest[..end];
+            if link.contains("://") || link.starts_with("mailto:") {
                 continue;
             }
-            if !folder.join(target).exists() {
-                broken.push(format!(
-                    "{doc}:{}: a link to {target}, which does not exist",
-                    index + 1
-                ));
+            let (target, anchor) = link.split_once('#').unwrap_or((link, ""));
+            let path = if target.is_empty() {
+                root().join(doc)
+            } else {
+                folder.join(target)
+            };
+            let at = format!("{doc}:{}", index + 1);
+            if !path.exists() {
+                broken.push(format!("{at}: a link to {target}, which does not exist"));
+            } else if !anchor.is_empty()
+                && path.extension().is_some_and(|ext| ext == "md")
+                && !anchors(&std::fs::read_to_string(&path).unwrap()).contains(anchor)
+            {
+                broken.push(format!("{at}: a link to {link}, which has no such heading"));
             }
         }
     }
     broken
+}
+
+/// The anchors of a markdown file's headings, as GitHub makes them: lower case, punctuation
+/// but `-` and `_` dropped, spaces as `-`, a repeated one numbered.
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut anchors = BTreeSet::new();
+    let mut in_block = false;
+    for line in markdown.lines() {
+        if line.trim_start().starts_with("```") {
+            in_block = !in_block;
+            continue;
+        }
+        let Some(heading) = line.strip_prefix('#') else {
+            continue;
+        };
+        if in_block {
+            continue;
+        }
+        let title = heading.trim_start_matches('#').trim();
+        let slug: String = title
+            .to_lowercase()
+            .chars()
+            .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+            .map(|c| if c == ' ' { '-' } else { c })
+            .collect();
+        let mut unique = slug.clone();
+        let mut count = 0;
+        while anchors.contains(&unique) {
+            count += 1;
+            unique = format!("{slug}-{count}");
+        }
+        anchors.insert(unique);
+    }
+    anchors
 }
 
 /// Every command the documents show that is not run is one of [`NOT_RUN`], and every entry of
