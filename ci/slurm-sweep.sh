@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Runs the README's Slurm example for real and checks it against a sweep run in one process.
+# Runs the Slurm example of docs/reference.md for real and checks it against a sweep run in one
+# process.
 #
-# What it proves: the job script in README.md ("### Beyond one machine", the ```sh block after
-# "As a Slurm job array"), submitted to a real Slurm as a job array, writes one shard per array
-# task; the README's own merge line ("# then, once: retrystorm merge ...") combines them; and
-# the merged `<name>-sweep/` folder is byte for byte the folder that the same command line,
+# What it proves: the job script in docs/reference.md ("### Beyond one machine", the ```sh block
+# after "As a Slurm job array"), submitted to a real Slurm as a job array, writes one shard per
+# array task; the reference's own merge line ("# then, once: retrystorm merge ...") combines them;
+# and the merged `<name>-sweep/` folder is byte for byte the folder that the same command line,
 # without `--shard`, writes in one process: every file, the CSVs, sweep.json, the
 # recommendation and the heatmaps (`diff -r`).
 #
@@ -17,11 +18,11 @@
 #      task/none, select/cons_tres, no accounting, no cgroups, so no systemd or cgroup
 #      delegation is needed) and points SLURM_CONF at it; starts slurmctld and slurmd in the
 #      foreground in the background, and waits until `sinfo` shows the node idle;
-#   4. takes the job script from README.md, changes only its output folder (/shared/sweeps) to
-#      one in the temporary folder, and submits it with `sbatch --wait` from the repository's
+#   4. takes the job script from docs/reference.md, changes only its output folder
+#      (/shared/sweeps) to one in the temporary folder, and submits it with `sbatch --wait` from the repository's
 #      root (the array range and CPUs come from its #SBATCH lines); checks that every array
 #      task completed with exit code 0 and wrote its shard;
-#   5. runs the README's merge line (same path change), then the job script's sweep without
+#   5. runs the reference's merge line (same path change), then the job script's sweep without
 #      its `--shard` argument into another folder, and compares the two sweep folders with
 #      `diff -r`, printing the difference and failing if there is any.
 # On exit, whatever happened, it cancels the job, stops the daemons it started and removes the
@@ -165,7 +166,7 @@ if [[ -z $ctld_port ]]; then
 fi
 slurmd_port=${SLURM_D_PORT:-$((ctld_port + 1))}
 # The node as slurmd sees it (CPUs, sockets, cores, threads, memory), so that it is not drained
-# for a mismatch; at least 2 CPUs, which the README's job asks for (config_overrides lets a
+# for a mismatch; at least 2 CPUs, which the reference's job asks for (config_overrides lets a
 # 1-CPU machine run it anyway).
 hardware=$(slurmd -C 2> /dev/null | sed -n '1s/^NodeName=[^ ]* //p')
 if [[ $hardware != *CPUs=* || $hardware != *RealMemory=* || $hardware == *CPUs=1\ * ]]; then
@@ -226,26 +227,26 @@ done
 [[ $state == idle ]] || die "node $node not idle after 60 s (sinfo says '${state:-nothing}')"
 say "node $node idle: $hardware, ports $ctld_port/$slurmd_port (up in $(($(date +%s) - daemons_started)) s)"
 
-# --- 4. the README's job array -----------------------------------------------------------------
-# The first ```sh block after "As a Slurm job array" in README.md.
+# --- 4. the reference's job array --------------------------------------------------------------
+# The first ```sh block after "As a Slurm job array" in docs/reference.md.
 awk '/^As a Slurm job array/ {found = 1; next}
      found && /^```sh$/ {inside = 1; next}
      inside && /^```$/ {exit}
-     inside {print}' README.md > "$tmp/readme-job.sh"
-[[ -s $tmp/readme-job.sh ]] || die "no \`\`\`sh block after 'As a Slurm job array' in README.md"
-grep -q '/shared/sweeps' "$tmp/readme-job.sh" || die "README's job script does not write to /shared/sweeps"
-last=$(sed -n 's/^#SBATCH --array=0-\([0-9][0-9]*\)$/\1/p' "$tmp/readme-job.sh")
-[[ -n $last ]] || die "README's job script: no '#SBATCH --array=0-LAST' line"
+     inside {print}' docs/reference.md > "$tmp/reference-job.sh"
+[[ -s $tmp/reference-job.sh ]] || die "no \`\`\`sh block after 'As a Slurm job array' in docs/reference.md"
+grep -q '/shared/sweeps' "$tmp/reference-job.sh" || die "the reference's job script does not write to /shared/sweeps"
+last=$(sed -n 's/^#SBATCH --array=0-\([0-9][0-9]*\)$/\1/p' "$tmp/reference-job.sh")
+[[ -n $last ]] || die "the reference's job script: no '#SBATCH --array=0-LAST' line"
 shards=$((last + 1))
-grep -qF -- "--shard \"\${SLURM_ARRAY_TASK_ID}/$shards\"" "$tmp/readme-job.sh" ||
-    die "README's job script: --array=0-$last but no --shard \"\${SLURM_ARRAY_TASK_ID}/$shards\""
-sed "s#/shared/sweeps#$tmp/shared#g" "$tmp/readme-job.sh" > "$tmp/job.sh"
-merge_line=$(sed -n 's/^# then, once: //p' "$tmp/readme-job.sh")
-[[ $merge_line == "retrystorm merge "* ]] || die "README's job script has no '# then, once: retrystorm merge' line"
+grep -qF -- "--shard \"\${SLURM_ARRAY_TASK_ID}/$shards\"" "$tmp/reference-job.sh" ||
+    die "the reference's job script: --array=0-$last but no --shard \"\${SLURM_ARRAY_TASK_ID}/$shards\""
+sed "s#/shared/sweeps#$tmp/shared#g" "$tmp/reference-job.sh" > "$tmp/job.sh"
+merge_line=$(sed -n 's/^# then, once: //p' "$tmp/reference-job.sh")
+[[ $merge_line == "retrystorm merge "* ]] || die "the reference's job script has no '# then, once: retrystorm merge' line"
 merge_line=${merge_line//\/shared\/sweeps/$tmp/shared}
 shard_glob=$(awk '{print $3}' <<< "$merge_line") # .../<name>-shards/shard-*-of-N
-[[ $shard_glob == */shard-\*-of-$shards ]] || die "README's merge line does not take shard-*-of-$shards"
-say "README's job script, with /shared/sweeps changed to $tmp/shared:"
+[[ $shard_glob == */shard-\*-of-$shards ]] || die "the reference's merge line does not take shard-*-of-$shards"
+say "the reference's job script, with /shared/sweeps changed to $tmp/shared:"
 sed 's/^/    /' "$tmp/job.sh"
 
 timeout=${SLURM_SWEEP_TIMEOUT:-1200}
@@ -290,7 +291,7 @@ say "merge: $merge_line"
 bash -c "$merge_line" > "$tmp/log/merge.out" 2>&1 ||
     { cat "$tmp/log/merge.out" >&2 && die "merge failed"; }
 
-sed -e 's/ *--shard "[^"]*"//' -e "s#/shared/sweeps#$tmp/single#g" "$tmp/readme-job.sh" > "$tmp/single.sh"
+sed -e 's/ *--shard "[^"]*"//' -e "s#/shared/sweeps#$tmp/single#g" "$tmp/reference-job.sh" > "$tmp/single.sh"
 ! grep -q -- '--shard' "$tmp/single.sh" || die "could not take --shard out of the job script"
 say "the same sweep in one process, into $tmp/single"
 bash "$tmp/single.sh" > "$tmp/log/single.out" 2>&1 ||

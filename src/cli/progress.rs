@@ -5,7 +5,7 @@
 //! left a 4-minute sweep silent; so a plain line is printed every few seconds instead, saying
 //! what is done, of how much, the time elapsed and an estimate of the time left. The interval is
 //! 5 s, or `RETRYSTORM_PROGRESS_SECONDS` (any number of seconds above zero: the tests set a
-//! tenth of one so as not to wait), which the README documents with the commands.
+//! tenth of one so as not to wait), which docs/reference.md documents with the commands.
 
 use std::io::{self, IsTerminal, Write};
 use std::sync::Arc;

@@ -681,9 +681,9 @@ mod tests {
     }
 
     /// A line of 17 MiB (over the 16 MiB at which `--batch` used to stop reading, issue 23) is
-    /// answered with its error and the line after it with its decision, as the README promises
-    /// every line is; the long line is skipped in the reader's buffer, not kept (the line kept
-    /// stays within one byte over [`MAX_LINE_BYTES`]).
+    /// answered with its error and the line after it with its decision, as docs/reference.md
+    /// promises every line is; the long line is skipped in the reader's buffer, not kept (the
+    /// line kept stays within one byte over [`MAX_LINE_BYTES`]).
     #[test]
     fn a_line_of_any_length_is_answered_and_the_next_one_too() {
         let case = br#"{"method":"GET","attempt":0,"now_ms":0,"deadline_ms":1000,"status":503}"#;

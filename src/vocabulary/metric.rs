@@ -50,7 +50,8 @@ pub struct Summary {
     pub max_ms: Option<f64>,
     /// Highest attempts per second of a bucket during the incident.
     pub peak_incident_rps: f64,
-    /// Highest attempts per second of a bucket after the incident.
+    /// Highest attempts per second of a bucket after the incident; without an incident, of the
+    /// whole run.
     pub peak_after_rps: f64,
     /// Operations succeeded per second during the incident.
     pub incident_goodput_rps: f64,

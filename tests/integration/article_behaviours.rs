@@ -1,7 +1,7 @@
 //! The four behaviours the source article says a test suite must show, end to end through the
 //! engine: 429 waits at least Retry-After, 503 does not synchronise clients, a timed-out POST
 //! creates no duplicate unless protected, and running out of deadline stops the retry loop
-//! (`src/decision.rs` documents the decision itself).
+//! (`src/retry/decision.rs` documents the decision itself).
 
 use std::collections::BTreeMap;
 

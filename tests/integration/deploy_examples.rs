@@ -1,17 +1,17 @@
-//! The README's examples of a sweep sharded over many machines ("Beyond one machine"): the
+//! The reference's examples of a sweep sharded over many machines ("Beyond one machine"): the
 //! Kubernetes Indexed Job parses as YAML and runs each shard exactly once, the Slurm job array
 //! has one task per shard, and both run the same sweep. (`ci/slurm-sweep.sh` runs the Slurm
 //! example for real on a single-node Slurm; Kubernetes stays documentation, checked here.)
 
 use serde_norway::Value;
 
-/// The README's "### Beyond one machine" section, up to the next heading.
+/// The reference's "### Beyond one machine" section, up to the next heading.
 fn section() -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let (_, rest) = readme
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md")).unwrap();
+    let (_, rest) = reference
         .split_once("\n### Beyond one machine\n")
-        .expect("the README has a section \"### Beyond one machine\"");
+        .expect("docs/reference.md has a section \"### Beyond one machine\"");
     let end = ["\n## ", "\n### "]
         .iter()
         .filter_map(|heading| rest.find(heading))
@@ -59,7 +59,7 @@ fn one_line(command: &str) -> String {
         .join(" ")
 }
 
-/// The README's Kubernetes Job is YAML that Kubernetes would run as the sweep's shards: an
+/// The reference's Kubernetes Job is YAML that Kubernetes would run as the sweep's shards: an
 /// Indexed Job (so `JOB_COMPLETION_INDEX` is set, 0 to completions - 1) with as many
 /// completions, all running at once, as the `--shard "$JOB_COMPLETION_INDEX/N"` of its command
 /// has shards; pods not restarted in place (`restartPolicy: Never`, which an Indexed Job
@@ -68,10 +68,10 @@ fn one_line(command: &str) -> String {
 /// merge line after it taking exactly those N shards from that volume. Kubernetes is not run
 /// here, so this is what keeps the example from drifting.
 #[test]
-fn the_readmes_kubernetes_job_runs_each_shard_once() {
+fn the_references_kubernetes_job_runs_each_shard_once() {
     let section = section();
     let (yaml, after) = block(&section, "yaml");
-    let job: Value = serde_norway::from_str(yaml).expect("the README's Job is YAML");
+    let job: Value = serde_norway::from_str(yaml).expect("the reference's Job is YAML");
     assert_eq!(job["apiVersion"].as_str(), Some("batch/v1"));
     assert_eq!(job["kind"].as_str(), Some("Job"));
     let spec = &job["spec"];
@@ -134,12 +134,12 @@ fn the_readmes_kubernetes_job_runs_each_shard_once() {
     );
 }
 
-/// The README's Slurm job script has one array task per shard: `#SBATCH --array=0-M` gives
+/// The reference's Slurm job script has one array task per shard: `#SBATCH --array=0-M` gives
 /// indexes 0 to M, which must be exactly the K of `--shard "${SLURM_ARRAY_TASK_ID}/N"` (N =
 /// M + 1), or shards would be missing or repeated; its merge line takes those N shards from
 /// its `--out`. `ci/slurm-sweep.sh` submits this very script to a real Slurm.
 #[test]
-fn the_readmes_slurm_array_has_one_task_per_shard() {
+fn the_references_slurm_array_has_one_task_per_shard() {
     let section = section();
     let (script, _) = block(&section, "sh");
     assert!(script.starts_with("#!/bin/bash\n"), "{script}");
@@ -172,7 +172,7 @@ fn the_readmes_slurm_array_has_one_task_per_shard() {
 /// index variable and the output folder, as every shard of one sweep must be. So the sweep that
 /// `ci/slurm-sweep.sh` runs on Slurm is the one the Kubernetes example runs too.
 #[test]
-fn the_readmes_slurm_and_kubernetes_examples_run_the_same_sweep() {
+fn the_references_slurm_and_kubernetes_examples_run_the_same_sweep() {
     let section = section();
     let (script, _) = block(&section, "sh");
     let (yaml, _) = block(&section, "yaml");

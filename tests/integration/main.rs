@@ -10,6 +10,7 @@ mod decide_command;
 mod decision_properties;
 mod deploy_examples;
 mod determinism;
+mod docs;
 mod examples;
 mod fuzzing;
 mod hedging;

@@ -524,24 +524,24 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     assert!(is_empty(&out), "nothing is written");
 }
 
-/// The README's example of a refused scenario is what `check` prints today: the file shown and
-/// the error line are taken from the README, so neither can drift from the code.
+/// The reference's example of a refused scenario is what `check` prints today: the file shown
+/// and the error line are taken from docs/reference.md, so neither can drift from the code.
 #[test]
-fn the_readmes_check_example_is_current() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let file = readme
-        .split_once("```toml\n# bad.toml\n")
+fn the_references_check_example_is_current() {
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md")).unwrap();
+    let file = reference
+        .split_once("```toml bad.toml\n")
         .and_then(|(_, rest)| rest.split_once("```"))
         .map(|(file, _)| file)
-        .expect("the README shows bad.toml");
-    let expected = readme
+        .expect("the reference shows bad.toml");
+    let expected = reference
         .split_once("$ retrystorm check bad.toml\n")
         .and_then(|(_, rest)| rest.lines().next())
-        .expect("the README shows check's answer");
-    let folder = fresh_folder("readme-check");
+        .expect("the reference shows check's answer");
+    let folder = fresh_folder("reference-check");
     std::fs::create_dir_all(&folder).unwrap();
-    std::fs::write(folder.join("bad.toml"), format!("# bad.toml\n{file}")).unwrap();
+    std::fs::write(folder.join("bad.toml"), file).unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
         .args(["check", "bad.toml"])
         .current_dir(&folder)
@@ -551,7 +551,7 @@ fn the_readmes_check_example_is_current() {
     assert_eq!(String::from_utf8_lossy(&output.stderr).trim_end(), expected);
 }
 
-/// `--set` selects a policy by its name as the README says, as it selects a service: the
+/// `--set` selects a policy by its name as docs/reference.md says, as it selects a service: the
 /// named policy changes and the other does not.
 #[test]
 fn set_selects_a_policy_by_name() {
@@ -584,9 +584,9 @@ fn the_readmes_first_run_prints_what_it_shows() {
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let shown = readme
-        .split_once("```\nthundering-herd: results in output/thundering-herd\n")
+        .split_once("```console\n$ cargo run --release -- run scenarios/thundering-herd.toml\n")
         .and_then(|(_, rest)| rest.split_once("```"))
-        .map(|(block, _)| format!("thundering-herd: results in output/thundering-herd\n{block}"))
+        .map(|(block, _)| block.to_string())
         .expect("the README shows the first run's output");
     let out = fresh_folder("readme-first-run");
     let output = retrystorm(&[

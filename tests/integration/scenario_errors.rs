@@ -429,8 +429,8 @@ fn names_keys_and_files_have_limits() {
     assert_contains(&message, &["large.toml: larger than 4 MiB"]);
 }
 
-/// `--set policy.*` on a scenario without `[[policy]]` changes the default policy, as the README
-/// says; `--set policy.0=5` says that it names a whole table.
+/// `--set policy.*` on a scenario without `[[policy]]` changes the default policy, as
+/// docs/reference.md says; `--set policy.0=5` says that it names a whole table.
 #[test]
 fn overrides_reach_the_default_policy_and_name_whole_tables() {
     let without = VALID.replace("[[policy]]\nname = \"a\"\n", "");

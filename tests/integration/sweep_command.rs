@@ -1027,28 +1027,34 @@ fn a_grid_key_for_every_policy_sets_only_the_tuned_one() {
     assert_eq!(results.lines().count(), 3, "{results}");
 }
 
-/// The README's sweep prints the recommendation the README shows, then the command that
-/// reproduces its point, as the README shows it, up to its `[[policy]]` table: the commands and
-/// the text are all taken from the README, so none can drift from the code.
+/// The reference's sweep prints the recommendation the reference shows, then the command that
+/// reproduces its point, as the reference shows it, and writes the same recommendation to
+/// `recommendation.txt`: the command and the text are all taken from docs/reference.md, so none
+/// can drift from the code.
 #[test]
-fn the_readme_sweep_explains_itself_as_the_readme_shows() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let section = readme
-        .split("## Tuning before production: sweeps")
-        .nth(1)
-        .unwrap();
-    let command = section
-        .split("```sh\ncargo run --release -- ")
+fn the_reference_sweep_explains_itself_as_the_reference_shows() {
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/reference.md")).unwrap();
+    let section = reference.split("\n### `sweep`\n").nth(1).unwrap();
+    let block = section
+        .split("```console\n$ cargo run --release -- ")
         .nth(1)
         .and_then(|rest| rest.split("\n```").next())
-        .expect("the README's sweep command");
-    let expected = section
-        .split("`recommendation.txt` (also printed) says why it chose that point. For the command above:\n\n```\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .expect("the README's recommendation");
-    let out = fresh("sweep-readme");
+        .expect("the reference's sweep command and its output");
+    let (command, printed) = block
+        .split_once("\nresults in output/tuning-sweep\n\n")
+        .expect("the sweep's output");
+    let command = command
+        .rsplit_once('\n')
+        .map(|(command, _)| command)
+        .expect("the sweep's first line of output");
+    let (expected, rest) = printed
+        .split_once("\n\nreproduce: ")
+        .expect("the reference's recommendation");
+    let (reproduce, _) = rest
+        .split_once("\n\n# Paste")
+        .expect("the reference's command that reproduces the point");
+    let out = fresh("sweep-reference");
     let mut args: Vec<String> = command
         .replace("\\\n", " ")
         .split_whitespace()
@@ -1062,17 +1068,12 @@ fn the_readme_sweep_explains_itself_as_the_readme_shows() {
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let reproduce = section
-        .split("followed by the command that runs the chosen point itself:\n\n```\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .expect("the README's command that reproduces the point");
     let recommendation =
         std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
     let (explained, rest) = recommendation.split_once("\n\nreproduce: ").unwrap();
     assert_eq!(explained, expected);
     let (command, _) = rest.split_once("\n\n# Paste").unwrap();
-    assert_eq!(format!("reproduce: {command}"), reproduce);
+    assert_eq!(command, reproduce);
 }
 
 /// Runs `retrystorm` with `args`, a sweep that must be refused before anything runs (nothing
