@@ -53,9 +53,12 @@ h1 {{ margin-bottom: 0.2em; }}
 .description {{ font-size: 1.15em; margin-top: 0; }}
 .table {{ overflow-x: auto; }}
 table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
-th, td {{ border-bottom: 1px solid #ddd; padding: 0.35em 0.8em; text-align: right; }}
+th, td {{ border-bottom: 1px solid #ddd; padding: 0.35em 0.55em; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
 th {{ background: #f4f4f4; }}
+td {{ white-space: nowrap; }}
+td:first-child {{ white-space: normal; }}
+table.settings th, table.settings td {{ text-align: left; white-space: normal; }}
 figure {{ margin: 1.5em 0; }}
 figure svg {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
 dt {{ font-weight: bold; margin-top: 0.6em; }}
@@ -170,46 +173,7 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         );
     }
     policy_table(&mut page, run);
-    page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
-    for policy in &run.policies {
-        let summary = &policy.summary;
-        // In the order of the reasons' names, as in summary.json.
-        let mut failures: Vec<String> = policy
-            .measurements
-            .failures()
-            .into_iter()
-            .map(|(reason, count)| format!("{reason}: {count}"))
-            .collect();
-        failures.sort();
-        let _ = writeln!(
-            page,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
-            escape(&policy.name),
-            summary.operations,
-            summary.success_rate * 100.0,
-            summary.goodput_rps,
-            summary.amplification,
-            summary.duplicate_writes,
-            summary.unknown_results,
-            summary.timeouts,
-            optional(summary.p50_ms, 1),
-            optional(summary.p99_ms, 1),
-            if summary.peak_incident_rps.is_nan() {
-                "-".to_string()
-            } else {
-                format!("{:.0}", summary.peak_incident_rps)
-            },
-            summary.peak_after_rps,
-            summary.wasted_work_s,
-            summary.recovery_s,
-            escape(&if failures.is_empty() {
-                "none".to_string()
-            } else {
-                failures.join(", ")
-            }),
-        );
-    }
-    page.push_str("</table></div>\n");
+    summary_table(&mut page, run);
     lesson(&mut page, run);
     if run.has_topology() {
         service_table(&mut page, run);
@@ -330,53 +294,307 @@ fn capitalised(text: &str) -> String {
     })
 }
 
-/// What each policy does: its retries (or hedging), backoff, Retry-After handling, what it
-/// retries, its timeouts, and its controls; in a topology, then what each tier does under it.
-fn policy_table(page: &mut String, run: &ScenarioRun) {
-    page.push_str("<h2>Policies</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
-    for (index, policy) in run.policies.iter().enumerate() {
-        let name = if run.scenario.changed_on_command_line(index) {
-            format!("{} (changed by --set)", policy.name)
-        } else {
-            policy.name.clone()
-        };
-        policy_row(page, &name, &policy.model.users.policy.text());
-    }
-    page.push_str("</table></div>\n");
-    if !run.has_topology() {
-        return;
-    }
-    page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n<div class=\"table\"><table>\n<tr><th>policy: calls</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
-    for policy in &run.policies {
-        for tier in policy.model.callers().iter().filter(|caller| caller.tier) {
-            policy_row(
-                page,
-                &format!("{}: {}", policy.name, tier.calls),
-                &tier.policy,
-            );
-        }
-    }
-    page.push_str("</table></div>\n");
-}
-
-/// One row of a policy table.
-fn policy_row(page: &mut String, name: &str, text: &crate::model::PolicyText) {
+/// The summary table, headline metrics first (success, goodput, amplification, recovery), then
+/// the failures by reason in a table of their own, so that the whole table fits the page
+/// without scrolling sideways.
+fn summary_table(page: &mut String, run: &ScenarioRun) {
+    let names: Vec<&str> = run
+        .policies
+        .iter()
+        .map(|policy| policy.name.as_str())
+        .collect();
     let _ = writeln!(
         page,
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}, {}</td><td>{}</td></tr>",
-        escape(name),
-        escape(&text.retries),
-        escape(&text.backoff),
-        escape(&text.retry_after),
-        escape(&text.retries_on),
-        escape(&text.attempt_timeout),
-        escape(&text.deadline),
-        escape(&text.controls),
+        "<h2>Summary</h2>\n<div class=\"table\"><table id=\"summary\">\n<tr><th style=\"width: {}ch\">policy</th><th>success</th><th>goodput/s</th><th>amplification</th><th>recovery</th><th>p99 ms</th><th>p50 ms</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>operations</th></tr>",
+        two_line_width(&names)
+    );
+    for policy in &run.policies {
+        let summary = &policy.summary;
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",
+            escape(&policy.name),
+            summary.success_rate * 100.0,
+            summary.goodput_rps,
+            summary.amplification,
+            summary.recovery_s,
+            optional(summary.p99_ms, 1),
+            optional(summary.p50_ms, 1),
+            summary.duplicate_writes,
+            summary.unknown_results,
+            summary.timeouts,
+            if summary.peak_incident_rps.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{:.0}", summary.peak_incident_rps)
+            },
+            summary.peak_after_rps,
+            summary.wasted_work_s,
+            summary.operations,
+        );
+    }
+    page.push_str("</table></div>\n");
+    failures_table(page, run, &names);
+}
+
+/// Operations that ended without success, by reason (a column per reason that occurred in
+/// some policy, in the order of the reasons' names, as in summary.json).
+fn failures_table(page: &mut String, run: &ScenarioRun, names: &[&str]) {
+    let failures: Vec<_> = run
+        .policies
+        .iter()
+        .map(|policy| policy.measurements.failures())
+        .collect();
+    let mut reasons: Vec<String> = failures
+        .iter()
+        .flat_map(|failures| failures.keys().map(ToString::to_string))
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    if reasons.is_empty() {
+        page.push_str("<p class=\"meta\">No operation failed in any policy.</p>\n");
+        return;
+    }
+    let _ = write!(
+        page,
+        "<p>Operations that failed, by reason:</p>\n<div class=\"table\"><table id=\"failures\">\n<tr><th style=\"width: {}ch\">policy</th>",
+        two_line_width(names)
+    );
+    for reason in &reasons {
+        let _ = write!(page, "<th>{}</th>", escape(reason));
+    }
+    page.push_str("</tr>\n");
+    for (name, failures) in names.iter().zip(&failures) {
+        let _ = write!(page, "<tr><td>{}</td>", escape(name));
+        for reason in &reasons {
+            let count = failures
+                .iter()
+                .find(|(failed, _)| failed.to_string() == *reason)
+                .map_or(0, |(_, count)| *count);
+            let _ = write!(page, "<td>{count}</td>");
+        }
+        page.push_str("</tr>\n");
+    }
+    let _ = writeln!(
+        page,
+        "</table></div>\n<p class=\"meta\">{}</p>",
+        escape(FAILURES_MEANING)
     );
 }
 
+/// The width, in `ch`, at which the longest of `names` wraps to at most two lines: the longer
+/// line of its most even split at a space, plus a character of slack for fonts wider than
+/// their `0`; at least 14, so that short names stay on one line, and at most 24 (a longer
+/// name may take three lines rather than squeeze the numbers).
+fn two_line_width(names: &[&str]) -> usize {
+    let widest = names
+        .iter()
+        .map(|name| {
+            let words: Vec<&str> = name.split_whitespace().collect();
+            (1..words.len())
+                .map(|split| {
+                    let first = words[..split].join(" ").chars().count();
+                    let second = words[split..].join(" ").chars().count();
+                    first.max(second)
+                })
+                .min()
+                .unwrap_or_else(|| name.chars().count())
+        })
+        .max()
+        .unwrap_or(0);
+    (widest + 1).clamp(14, 24)
+}
+
+/// One setting of a caller's policy as the Policies table shows it: its header (HTML: a field
+/// of the scenario file is written as code) and its value in words.
+type Setting = (&'static str, String);
+
+/// What a caller (the user clients or a tier) does: its retries (or hedging), backoff,
+/// Retry-After handling, what it retries, its timeouts, its controls and whether it repeats
+/// what is not repeatable.
+fn caller_settings(policy: &crate::model::CallerPolicy) -> Vec<Setting> {
+    let text = policy.text();
+    vec![
+        ("retries", text.retries),
+        ("backoff", text.backoff),
+        ("Retry-After", text.retry_after),
+        ("retries on", text.retries_on),
+        ("attempt timeout", text.attempt_timeout),
+        ("deadline", text.deadline),
+        ("controls", text.controls),
+        ("<code>unsafe_retries</code>", yes_no(policy.unsafe_retries)),
+    ]
+}
+
+/// A user policy's settings: the caller's, then what protects its writes: whether its
+/// operations carry idempotency keys, how long the services keep them, and whether it asks a
+/// status endpoint.
+fn user_settings(run: &ScenarioRun, model: &crate::model::Model) -> Vec<Setting> {
+    let endpoints = &model.users.endpoints;
+    let operations = &run.scenario.clients.operations;
+    // `yes` or `no` if every operation agrees, else each operation's.
+    let per_operation = |has: fn(&crate::model::Endpoint) -> bool| -> String {
+        if endpoints.iter().all(has) || !endpoints.iter().any(has) {
+            return yes_no(endpoints.first().is_some_and(has));
+        }
+        let each: Vec<String> = operations
+            .iter()
+            .zip(endpoints)
+            .map(|(operation, endpoint)| {
+                format!("{}: {}", operation.name.get_ref(), yes_no(has(endpoint)))
+            })
+            .collect();
+        each.join(", ")
+    };
+    // Keys are kept only where some operation sends one.
+    let key_ttl = if endpoints.iter().any(|endpoint| endpoint.idempotency_key) {
+        let mut ttls: Vec<String> = Vec::new();
+        for service in &model.services {
+            let ttl = crate::time::Duration(service.idempotency_ttl).to_string();
+            if !ttls.contains(&ttl) {
+                ttls.push(ttl);
+            }
+        }
+        if ttls.len() == 1 {
+            ttls.remove(0)
+        } else {
+            let each: Vec<String> = model
+                .services
+                .iter()
+                .map(|service| {
+                    format!(
+                        "{} {}",
+                        service.name,
+                        crate::time::Duration(service.idempotency_ttl)
+                    )
+                })
+                .collect();
+            each.join(", ")
+        }
+    } else {
+        "-".to_string()
+    };
+    let mut settings = caller_settings(&model.users.policy);
+    settings.extend([
+        (
+            "<code>idempotency_key</code>",
+            per_operation(|endpoint| endpoint.idempotency_key),
+        ),
+        ("<code>idempotency_ttl</code>", key_ttl),
+        (
+            "<code>status_endpoint</code>",
+            per_operation(|endpoint| endpoint.status_endpoint),
+        ),
+    ]);
+    settings
+}
+
+fn yes_no(value: bool) -> String {
+    if value { "yes" } else { "no" }.to_string()
+}
+
+/// What each policy does; in a topology, then what each tier does under it. Each table has a
+/// column for every setting that differs between its rows, and only those; a line below it
+/// gives the settings they share, so that policies that differ in one setting show that
+/// setting and nothing else.
+fn policy_table(page: &mut String, run: &ScenarioRun) {
+    page.push_str("<h2>Policies</h2>\n");
+    let rows: Vec<(String, Vec<Setting>)> = run
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(index, policy)| {
+            let name = if run.scenario.changed_on_command_line(index) {
+                format!("{} (changed by --set)", policy.name)
+            } else {
+                policy.name.clone()
+            };
+            (name, user_settings(run, &policy.model))
+        })
+        .collect();
+    settings_table(page, "policy", "Every policy", &rows);
+    if !run.has_topology() {
+        return;
+    }
+    page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n");
+    let tiers: Vec<(String, Vec<Setting>)> = run
+        .policies
+        .iter()
+        .flat_map(|policy| {
+            let callers = policy.model.callers();
+            let tiers = policy
+                .model
+                .services
+                .iter()
+                .filter_map(|service| service.downstream.as_ref());
+            callers
+                .into_iter()
+                .filter(|caller| caller.tier)
+                .zip(tiers)
+                .map(|(caller, tier)| {
+                    (
+                        format!("{}: {}", policy.name, caller.calls),
+                        caller_settings(tier),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    settings_table(page, "policy: calls", "Every call", &tiers);
+}
+
+/// A table of `rows` (a name and its settings, the same settings in the same order in every
+/// row) with a column for each setting whose value differs between rows, headed `first`,
+/// and a line, opened by `shared`, with the settings every row has alike.
+fn settings_table(page: &mut String, first: &str, shared: &str, rows: &[(String, Vec<Setting>)]) {
+    let Some((_, settings)) = rows.first() else {
+        return;
+    };
+    let differs: Vec<bool> = (0..settings.len())
+        .map(|index| {
+            rows.iter()
+                .any(|(_, other)| other[index].1 != settings[index].1)
+        })
+        .collect();
+    if differs.contains(&true) {
+        let names: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
+        let _ = write!(
+            page,
+            "<div class=\"table\"><table class=\"settings\">\n<tr><th style=\"width: {}ch\">{first}</th>",
+            two_line_width(&names)
+        );
+        for ((header, _), _) in settings.iter().zip(&differs).filter(|(_, d)| **d) {
+            let _ = write!(page, "<th>{header}</th>");
+        }
+        page.push_str("</tr>\n");
+        for (name, settings) in rows {
+            let _ = write!(page, "<tr><td>{}</td>", escape(name));
+            for ((_, value), _) in settings.iter().zip(&differs).filter(|(_, d)| **d) {
+                let _ = write!(page, "<td>{}</td>", escape(value));
+            }
+            page.push_str("</tr>\n");
+        }
+        page.push_str("</table></div>\n");
+    }
+    let alike: Vec<String> = settings
+        .iter()
+        .zip(&differs)
+        .filter(|(_, differs)| !**differs)
+        .map(|((header, value), _)| format!("{header} {}", escape(value)))
+        .collect();
+    if !alike.is_empty() {
+        let who = match rows {
+            [(name, _)] => format!("<b>{}</b>", escape(name)),
+            _ => shared.to_string(),
+        };
+        let _ = writeln!(page, "<p class=\"meta\">{who}: {}.</p>", alike.join("; "));
+    }
+}
+
 /// The comment at the top of the scenario file: what it sets up and what to look at. A
-/// paragraph of indented lines (a command) is kept as it is written.
+/// paragraph of indented lines (a command) is kept as it is written; lines that start with
+/// `- ` are the items of a list (an item goes on over the indented lines below it); `code`
+/// spans are shown as code.
 fn what_to_look_at(page: &mut String, header: &str) {
     if header.is_empty() {
         return;
@@ -476,7 +694,17 @@ fn lesson(page: &mut String, run: &ScenarioRun) {
 /// One row per policy and service: the load its callers put on it per user operation, and
 /// what it did with it.
 fn service_table(page: &mut String, run: &ScenarioRun) {
-    page.push_str("<h2>Services</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>service</th><th>requests per operation</th><th>requests</th><th>retries</th><th>served</th><th>rejected</th><th>timeouts seen by callers</th><th>peak requests/s</th><th>peak queue</th><th>wasted work s</th></tr>\n");
+    let names: Vec<&str> = run
+        .policies
+        .iter()
+        .map(|policy| policy.name.as_str())
+        .collect();
+    let _ = write!(
+        page,
+        "<h2>Services</h2>\n<div class=\"table\"><table id=\"services\">\n<tr><th style=\"width: {}ch\">policy</th>",
+        two_line_width(&names)
+    );
+    page.push_str("<th>service</th><th>requests per operation</th><th>requests</th><th>retries</th><th>served</th><th>rejected</th><th>timeouts seen by callers</th><th>peak requests/s</th><th>peak queue</th><th>wasted work s</th></tr>\n");
     for policy in &run.policies {
         for service in &policy.services {
             let totals = &service.totals;
