@@ -604,11 +604,60 @@ fn what_to_look_at(page: &mut String, header: &str) {
         let lines: Vec<&str> = paragraph.lines().collect();
         if lines.iter().all(|line| line.starts_with("  ")) {
             let _ = writeln!(page, "<pre>{}</pre>", escape(paragraph));
-        } else {
-            let _ = writeln!(page, "<p>{}</p>", escape(&lines.join(" ")));
+            continue;
         }
+        // Runs of text lines, and lists of items, each a run of lines.
+        let mut text: Vec<&str> = Vec::new();
+        let mut items: Vec<Vec<&str>> = Vec::new();
+        let flush_text = |page: &mut String, text: &mut Vec<&str>| {
+            if !text.is_empty() {
+                let _ = writeln!(page, "<p>{}</p>", with_code(&text.join(" ")));
+                text.clear();
+            }
+        };
+        let flush_items = |page: &mut String, items: &mut Vec<Vec<&str>>| {
+            if !items.is_empty() {
+                page.push_str("<ul>\n");
+                for item in items.drain(..) {
+                    let _ = writeln!(page, "<li>{}</li>", with_code(&item.join(" ")));
+                }
+                page.push_str("</ul>\n");
+            }
+        };
+        for line in lines {
+            if let Some(item) = line.strip_prefix("- ") {
+                flush_text(page, &mut text);
+                items.push(vec![item.trim()]);
+            } else if let Some(item) = items.last_mut().filter(|_| line.starts_with("  ")) {
+                item.push(line.trim());
+            } else {
+                flush_items(page, &mut items);
+                text.push(line);
+            }
+        }
+        flush_text(page, &mut text);
+        flush_items(page, &mut items);
     }
     page.push_str("</div>\n");
+}
+
+/// `text` escaped, with each `code` span between a pair of backticks as `<code>`; a backtick
+/// without a partner is kept as it is.
+fn with_code(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut html = String::new();
+    for (index, part) in parts.iter().enumerate() {
+        let paired = index % 2 == 1 && index + 1 < parts.len();
+        if paired {
+            let _ = write!(html, "<code>{}</code>", escape(part));
+        } else {
+            if index % 2 == 1 {
+                html.push('`');
+            }
+            html.push_str(&escape(part));
+        }
+    }
+    html
 }
 
 /// The terms a reader new to retries meets in this page, each in a sentence.
@@ -735,5 +784,43 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(escape("a < b & \"c\""), "a &lt; b &amp; &quot;c&quot;");
+    }
+
+    /// Backticks mark code, escaped inside; an odd one out stays a backtick.
+    #[test]
+    fn code_spans_are_code() {
+        assert_eq!(
+            with_code("the `retry` table and `a<b` then ` alone"),
+            "the <code>retry</code> table and <code>a&lt;b</code> then ` alone"
+        );
+        assert_eq!(with_code("no code"), "no code");
+    }
+
+    /// A header's list items become a list, their continuation lines joined, and its
+    /// indented commands stay as written.
+    #[test]
+    fn a_header_keeps_its_lists_and_commands() {
+        let mut page = String::new();
+        what_to_look_at(
+            &mut page,
+            "Intro with `x`.\n\n- \"a\": one\n  more\n- \"b\": two\n\n  retrystorm run x.toml\n\nThe configs:\n- one;\n- two.\nThen text.",
+        );
+        assert!(page.contains("<p>Intro with <code>x</code>.</p>"), "{page}");
+        assert!(
+            page.contains(
+                "<p>The configs:</p>\n<ul>\n<li>one;</li>\n<li>two.</li>\n</ul>\n<p>Then text.</p>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<ul>\n<li>&quot;a&quot;: one more</li>\n<li>&quot;b&quot;: two</li>\n</ul>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("<pre>  retrystorm run x.toml</pre>"),
+            "{page}"
+        );
     }
 }

@@ -42,7 +42,9 @@ fn the_policies_table_shows_what_differs_and_a_line_what_is_shared() {
         assert!(!header.contains(&format!("<th>{shared}</th>")), "{header}");
     }
     assert!(
-        table.contains("<tr><td>key, 1 s TTL</td><td>no</td><td>yes</td><td>1s</td><td>no</td></tr>"),
+        table.contains(
+            "<tr><td>key, 1 s TTL</td><td>no</td><td>yes</td><td>1s</td><td>no</td></tr>"
+        ),
         "{table}"
     );
     assert!(
@@ -50,5 +52,29 @@ fn the_policies_table_shows_what_differs_and_a_line_what_is_shared() {
             "Every policy: retries 5 (up to 6 sends); backoff 1000 ms to 4000 ms, x2, full jitter;"
         ),
         "{policies}"
+    );
+}
+
+/// The scenario's header writes code between backticks (retry-layers: `retry`, `overrides`,
+/// `db amplif.`): the report shows it as code, escaped, and no backtick is left; its `- `
+/// items (payments) are a list.
+#[test]
+fn what_to_look_at_shows_code_as_code_and_lists_as_lists() {
+    let page = report("retry-layers");
+    let header = section(&page, "What to look at");
+    for code in [
+        "<code>retry</code>",
+        "<code>overrides</code>",
+        "<code>db amplif.</code>",
+    ] {
+        assert!(header.contains(code), "{header}");
+    }
+    assert!(!header.contains('`'), "{header}");
+    let page = report("payments");
+    let header = section(&page, "What to look at");
+    assert_eq!(header.matches("<li>").count(), 5, "{header}");
+    assert!(
+        header.contains("<li>&quot;naive&quot;: retries the POST anyway (unsafe_retries): every lost response it retries is a second charge.</li>"),
+        "{header}"
     );
 }
