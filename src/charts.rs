@@ -19,7 +19,7 @@ pub mod heatmap;
 pub mod pareto;
 mod svg_text;
 
-pub(crate) use svg_text::outline_text;
+pub(crate) use svg_text::{outline_text, text_width};
 
 use std::fmt;
 use std::str::FromStr;

@@ -154,8 +154,14 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
     if run.has_topology() {
         let _ = writeln!(
             page,
-            "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most, each attempt's timeout and the call's deadline.{overrides}</figcaption>\n</figure>",
-            topology_svg(&run.model)
+            "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most (and the controls that bound its retries), each attempt's timeout and the call's deadline; where the policies call differently, one line for each way. A service's calls share its label, on the topmost.{overrides}</figcaption>\n</figure>",
+            topology_svg(
+                &run.model,
+                &run.policies
+                    .iter()
+                    .map(|policy| (policy.name.as_str(), &policy.model))
+                    .collect::<Vec<_>>()
+            )
         );
     } else if !overrides.is_empty() {
         let _ = writeln!(page, r#"<p class="meta">{}</p>"#, overrides.trim_start());
