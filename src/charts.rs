@@ -30,6 +30,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::metrics::ServiceBucket;
 use crate::model::ServiceModel;
 use crate::outcome::FailureReason;
 use crate::run::ScenarioRun;
@@ -56,6 +57,8 @@ const CAPACITY: RGBColor = RGBColor(120, 120, 120);
 /// Limits the scenario sets (a rate limit, a deadline), drawn where the data reaches them.
 const LIMIT: RGBColor = RGBColor(180, 30, 30);
 const INCIDENT: RGBColor = RGBColor(232, 232, 232);
+/// The lines of a legend's key, which stand for a style in any policy's colour.
+const KEY: RGBColor = RGBColor(60, 60, 60);
 const FONT: &str = "sans-serif";
 
 /// The colour of the policy at `index`.
@@ -417,6 +420,9 @@ struct Panel {
     outages: Vec<Outage>,
     /// What to say instead of drawing empty axes, when no series has a value above zero.
     empty_note: Option<String>,
+    /// Legend entries that stand for a style rather than a line of their own (no points),
+    /// after the lines' own entries: a key to what a colour or a dash means.
+    key: Vec<Series>,
 }
 
 impl Panel {
@@ -492,6 +498,7 @@ fn draw_panel<DB: DrawingBackend>(
         ));
     }
     let mut entries = panel.series.clone();
+    entries.extend(panel.key.iter().cloned());
     if !panel.outages.is_empty() {
         entries.push(Series {
             label: "down after a crash (a row per policy)".into(),
@@ -531,6 +538,7 @@ fn draw_panel<DB: DrawingBackend>(
             .label_style(axis_font.clone())
             .axis_desc_style(label_font.clone())
             .light_line_style(RGBColor(240, 240, 240))
+            .x_label_formatter(&|value| seconds_tick(*value))
             .y_label_formatter(&|value| compact(*value))
             .draw()?;
         for (start, end) in &data.incidents {
@@ -562,6 +570,8 @@ fn draw_panel<DB: DrawingBackend>(
             .label_style(axis_font)
             .axis_desc_style(label_font)
             .light_line_style(RGBColor(240, 240, 240))
+            .x_label_formatter(&|value| seconds_tick(*value))
+            .y_labels(y_ticks(high, data.whole))
             .y_label_formatter(&|value| compact(*value))
             .draw()?;
         for (start, end) in &data.incidents {
@@ -598,6 +608,25 @@ fn draw_panel<DB: DrawingBackend>(
             return draw_series(&mut chart, &cut, scale);
         }
         draw_series(&mut chart, &panel.series, scale)
+    }
+}
+
+/// A time axis's tick, in seconds: whole seconds without decimals (`20`, not `20.0`), others
+/// with the few they need (`2.5`).
+fn seconds_tick(seconds: f64) -> String {
+    let text = format!("{seconds:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// How many ticks at most a linear y axis from 0 to `top` asks plotters for (its default, 10),
+/// or, for values that are all whole (counts), no more than the whole numbers in the range:
+/// plotters then steps by 1, 2, 5, ... and never puts a tick at 0.5 on a count.
+fn y_ticks(top: f64, whole: bool) -> usize {
+    const DEFAULT: usize = 10;
+    if whole {
+        (top.floor() as usize + 1).clamp(2, DEFAULT)
+    } else {
+        DEFAULT
     }
 }
 
@@ -814,6 +843,8 @@ struct PlotData {
     x_end: f64,
     max: f64,
     min_positive: f64,
+    /// Every value of the data (not of reference lines) is a whole number: a count.
+    whole: bool,
     incidents: Vec<(f64, f64)>,
 }
 
@@ -839,12 +870,13 @@ struct ChartData {
     /// Bucket start times, seconds.
     times: Vec<f64>,
     policies: Vec<PolicyData>,
-    /// The entry service's capacity per bucket, requests per second.
-    capacity_rps: Vec<Option<f64>>,
+    /// The entry service's capacity, requests per second, as a line through the corners of
+    /// its curve ([`capacity_line`]); none where requests take no time.
+    capacity_rps: Option<Vec<(f64, Option<f64>)>>,
     /// In a topology, every service's name and, for a service that calls nothing, its
     /// capacity (empty for a single service). A calling service's capacity is measured per
     /// policy ([`PolicyData::capacity`]).
-    services: Vec<(String, Option<Vec<Option<f64>>>)>,
+    services: Vec<(String, Option<Vec<(f64, Option<f64>)>>)>,
     incidents: Vec<(f64, f64)>,
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
@@ -859,7 +891,8 @@ struct PolicyData {
     /// In a topology, the requests sent to each service per bucket.
     requests: Vec<Vec<f64>>,
     /// In a topology, each calling service's measured capacity per bucket (requests per
-    /// second; `None` for a leaf, whose capacity is the scenario's).
+    /// second; `None` for a leaf, whose capacity is the scenario's), only in buckets where it
+    /// means something ([`measured_capacity`]).
     capacity: Vec<Option<Vec<Option<f64>>>>,
     p50_ms: Vec<Option<f64>>,
     p99_ms: Vec<Option<f64>>,
@@ -920,7 +953,7 @@ impl ChartData {
                                     service
                                         .buckets
                                         .iter()
-                                        .map(|b| b.capacity_rps(false, model.mean_service_us()))
+                                        .map(|b| measured_capacity(b, bucket, model))
                                         .collect()
                                 })
                             })
@@ -957,17 +990,7 @@ impl ChartData {
                 }
             })
             .collect();
-        // Capacity at the middle of each bucket; none (no line) where requests take no time,
-        // as `capacity_rps` in the CSVs is empty there: it has no bound.
-        let capacity_rps = |service: &ServiceModel| -> Vec<Option<f64>> {
-            let mean_us = service.mean_service_us();
-            (0..buckets as u64)
-                .map(|index| {
-                    let workers = service.capacity.available(index * bucket + bucket / 2);
-                    (mean_us > 0.0).then(|| workers as f64 * MICROS_PER_SECOND as f64 / mean_us)
-                })
-                .collect()
-        };
+        let last_s = buckets.saturating_sub(1) as f64 * bucket_s;
         let end = buckets as u64 * bucket;
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
         // The incident the summary measures, one that does not end closed at the chart's end.
@@ -999,7 +1022,7 @@ impl ChartData {
             bucket_s,
             times,
             policies,
-            capacity_rps: capacity_rps(run.model.entry_service()),
+            capacity_rps: capacity_line(run.model.entry_service(), last_s),
             services: if run.has_topology() {
                 run.model
                     .services
@@ -1008,7 +1031,8 @@ impl ChartData {
                         // A calling service's throughput depends on how long its calls take,
                         // so workers / own service time would overstate it: no line.
                         let leaf = service.calls.is_empty();
-                        (service.name.clone(), leaf.then(|| capacity_rps(service)))
+                        let line = leaf.then(|| capacity_line(service, last_s)).flatten();
+                        (service.name.clone(), line)
                     })
                     .collect()
             } else {
@@ -1087,13 +1111,15 @@ impl ChartData {
     fn load_panel(&self) -> Panel {
         let mut series = self.rate_per_policy(|policy| &policy.attempts);
         // No line and no legend entry where the capacity has no bound (requests take no time).
-        if self.capacity_rps.iter().any(Option::is_some) {
-            series.push(self.series(
-                "upstream capacity".into(),
-                CAPACITY,
-                true,
-                self.capacity_rps.iter().copied(),
-            ));
+        if let Some(points) = &self.capacity_rps {
+            series.push(Series {
+                label: "upstream capacity".into(),
+                colour: CAPACITY,
+                dashed: true,
+                reference: true,
+                band: false,
+                points: points.clone(),
+            });
         }
         // A rate limit is drawn where it binds: where some policy's load reaches it.
         let peak = self
@@ -1118,16 +1144,40 @@ impl ChartData {
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
             empty_note: None,
+            key: Vec::new(),
         }
     }
 
     /// In a topology, one panel per service: the requests its callers sent it per second, per
     /// policy, with its capacity, dashed: grey for a service that calls nothing, in the
     /// policy's colour for a calling service, whose capacity each policy's run measured (its
-    /// workers are held for their calls). Only the first panel has the legend (the colours are
-    /// the same in all) and only the last the time axis's label.
+    /// workers are held for their calls) where it means something ([`measured_capacity`]).
+    /// Only the first panel has the legend (the colours are the same in all), with a key to
+    /// both kinds of capacity, and only the last the time axis's label.
     fn service_load_panels(&self) -> Vec<Panel> {
         let last = self.services.len().saturating_sub(1);
+        let mut key = Vec::new();
+        if self.services.iter().any(|(_, capacity)| capacity.is_some()) {
+            key.push(key_entry(
+                "capacity (workers / service time)",
+                CAPACITY,
+                true,
+            ));
+        }
+        let measured = self.policies.iter().any(|policy| {
+            policy
+                .capacity
+                .iter()
+                .flatten()
+                .any(|line| line.iter().any(Option::is_some))
+        });
+        if measured {
+            key.push(key_entry(
+                "in a policy's colour: a calling service's capacity as measured (workers / mean time held), where they were held at least half the time",
+                KEY,
+                true,
+            ));
+        }
         self.services
             .iter()
             .enumerate()
@@ -1143,9 +1193,16 @@ impl ChartData {
                         ));
                     }
                 }
-                let label = if service == 0 { "capacity" } else { "" };
-                let fixed = capacity.iter().flatten().copied();
-                series.push(self.reference(label.into(), CAPACITY, fixed));
+                if let Some(points) = capacity {
+                    series.push(Series {
+                        label: String::new(),
+                        colour: CAPACITY,
+                        dashed: true,
+                        reference: true,
+                        band: false,
+                        points: points.clone(),
+                    });
+                }
                 Panel {
                     y_label: format!("{name}: requests/s"),
                     log_y: false,
@@ -1156,6 +1213,11 @@ impl ChartData {
                     incidents: self.incidents.clone(),
                     outages: self.outages.clone(),
                     empty_note: None,
+                    key: if service == 0 {
+                        key.clone()
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect()
@@ -1212,6 +1274,7 @@ impl ChartData {
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
             empty_note: Some("no operation succeeded in any policy".into()),
+            key: Vec::new(),
         }
     }
 
@@ -1256,6 +1319,7 @@ impl ChartData {
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
             empty_note: Some(empty_note.into()),
+            key: Vec::new(),
         }
     }
 
@@ -1286,6 +1350,7 @@ impl ChartData {
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
             empty_note: None,
+            key: Vec::new(),
         }
     }
 
@@ -1317,7 +1382,68 @@ impl ChartData {
             incidents: self.incidents.clone(),
             outages: self.outages.clone(),
             empty_note: Some("no operation failed in any policy".into()),
+            key: Vec::new(),
         }
+    }
+}
+
+/// A legend entry that stands for a style: a line in `colour`, `dashed` or not, of no points.
+fn key_entry(label: &str, colour: RGBColor, dashed: bool) -> Series {
+    Series {
+        label: label.to_string(),
+        colour,
+        dashed,
+        reference: true,
+        band: false,
+        points: Vec::new(),
+    }
+}
+
+/// A service's capacity (available workers / mean service time, requests per second) from 0
+/// to `end_s` seconds, as a line through the corners of its curve of whole workers: a step is
+/// drawn as a vertical step at the instant it happens, a ramp as the stairs of the workers it
+/// adds or loses. `None` where requests take no time (no finite capacity, as `capacity_rps`
+/// in the CSVs is empty there).
+fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Vec<(f64, Option<f64>)>> {
+    let mean_us = service.mean_service_us();
+    if mean_us <= 0.0 {
+        return None;
+    }
+    let rps = |workers: u64| Some(workers as f64 * MICROS_PER_SECOND as f64 / mean_us);
+    let end = (end_s * MICROS_PER_SECOND as f64).round() as Micros;
+    let curve = &service.capacity;
+    let mut workers = curve.available(0);
+    let mut points = vec![(0.0, rps(workers))];
+    let mut at = 0;
+    while let Some(change) = curve.next_change(at).filter(|&change| change <= end) {
+        let seconds = change as f64 / MICROS_PER_SECOND as f64;
+        points.push((seconds, rps(workers)));
+        workers = curve.available(change);
+        points.push((seconds, rps(workers)));
+        at = change;
+    }
+    points.push((end_s, rps(workers)));
+    Some(points)
+}
+
+/// Below this share of its workers' time held, a calling service's measured capacity is not
+/// drawn ([`measured_capacity`]).
+const MEANINGFUL_BUSY: f64 = 0.5;
+
+/// A calling service's capacity measured in one bucket of `width`: its available workers / the
+/// mean time a worker held a request it let go of (its calls included), only where the
+/// workers were held at least [`MEANINGFUL_BUSY`] of the bucket, so that this is a bound the
+/// service may meet. In a bucket of little work the few requests let go of (fast failures,
+/// slow stragglers) make the mean hold swing, and the capacity it gives lies far above
+/// anything asked of the service: retry-layers' api, 8% to 34% busy after the brownout in one
+/// policy, measured 11k to 18k requests a second against 3k offered, drawn as jagged pieces
+/// cut off at the top.
+fn measured_capacity(bucket: &ServiceBucket, width: Micros, model: &ServiceModel) -> Option<f64> {
+    let held = bucket.held_us as f64 / (bucket.workers_available as f64 * width as f64);
+    if held >= MEANINGFUL_BUSY {
+        bucket.capacity_rps(false, model.mean_service_us())
+    } else {
+        None
     }
 }
 
@@ -1354,10 +1480,17 @@ impl Panel {
             .flat_map(|line| line.points.last().map(|(x, _)| *x))
             .fold(0.0, f64::max)
             .max(1e-3);
+        let whole = self
+            .series
+            .iter()
+            .filter(|line| !line.reference)
+            .flat_map(|line| line.points.iter().filter_map(|(_, y)| *y))
+            .all(|y| y.fract() == 0.0);
         PlotData {
             x_end,
             max,
             min_positive,
+            whole,
             incidents: self.incidents.clone(),
         }
     }
@@ -1405,5 +1538,152 @@ mod tests {
     #[test]
     fn wrapping_keeps_words_whole() {
         assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+    }
+
+    /// A panel of one policy's line through `values`, one a second.
+    fn panel_of(values: &[f64]) -> Panel {
+        Panel {
+            y_label: "count".into(),
+            log_y: false,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series: vec![Series {
+                label: "a policy".into(),
+                colour: policy_colour(0),
+                dashed: false,
+                reference: false,
+                band: false,
+                points: values
+                    .iter()
+                    .enumerate()
+                    .map(|(second, value)| (second as f64, Some(*value)))
+                    .collect(),
+            }],
+            incidents: Vec::new(),
+            outages: Vec::new(),
+            empty_note: None,
+            key: Vec::new(),
+        }
+    }
+
+    /// Every text `panel` draws, as plotters writes it in SVG (before its glyphs are outlined).
+    fn texts(panel: &Panel) -> Vec<String> {
+        register_fonts();
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
+            draw_panel(&root, panel, 1.0).unwrap();
+            root.present().unwrap();
+        }
+        svg.split("<text")
+            .skip(1)
+            .map(|text| {
+                let start = text.find('>').unwrap() + 1;
+                text[start..text.find("</text>").unwrap()]
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// A count that reaches 2 gets ticks 0, 1 and 2, not 0.5 and 1.5, which no count can be;
+    /// a measure that reaches 2.5 keeps its halves. Whole seconds on the time axis of 20 s
+    /// read `5`, not `5.0`.
+    #[test]
+    fn counts_get_whole_ticks_and_seconds_no_decimals() {
+        let counts = texts(&panel_of(&[[0.0, 1.0, 2.0, 1.0, 2.0]; 4].concat()));
+        for tick in ["0", "1", "2"] {
+            assert!(counts.iter().any(|text| text == tick), "{counts:?}");
+        }
+        assert!(
+            !counts.iter().any(|text| text.contains('.')),
+            "a fractional tick on a count or a time: {counts:?}"
+        );
+        let measures = texts(&panel_of(&[[0.0, 1.5, 2.5, 1.0, 2.0]; 4].concat()));
+        assert!(
+            measures.iter().any(|text| text == "0.5" || text == "1.5"),
+            "{measures:?}"
+        );
+        assert_eq!(seconds_tick(20.0), "20");
+        assert_eq!(seconds_tick(2.5), "2.5");
+        assert_eq!(y_ticks(2.16, true), 3);
+        assert_eq!(y_ticks(2.16, false), 10);
+    }
+
+    /// The model of a one-service scenario whose capacity is `capacity` (TOML points).
+    fn service_with(capacity: &str) -> ServiceModel {
+        let text = format!(
+            r#"
+name = "t"
+duration = "30s"
+[clients]
+count = 10
+rate = 1.0
+[upstream]
+workers = 20
+service_time = "10ms"
+capacity = {capacity}
+"#
+        );
+        let scenario = crate::scenario::load_str(&text, "t.toml", &[]).unwrap();
+        crate::model::Model::new(&scenario, &scenario.policy[0]).services[0].clone()
+    }
+
+    /// A step in capacity is a vertical step at its instant (two points at t = 10 s, 2000 and
+    /// 400 a second), not a ramp over a bucket; a ramp is the stairs of its whole workers,
+    /// every one at its instant.
+    #[test]
+    fn capacity_steps_are_vertical() {
+        let step = service_with(
+            r#"[{ at = "10s", factor = 1.0 }, { at = "10s", factor = 0.2 }, { at = "20s", factor = 0.2 }, { at = "20s", factor = 1.0 }]"#,
+        );
+        let line = capacity_line(&step, 29.0).unwrap();
+        assert_eq!(
+            line,
+            [
+                (0.0, Some(2000.0)),
+                (10.0, Some(2000.0)),
+                (10.0, Some(400.0)),
+                (20.0, Some(400.0)),
+                (20.0, Some(2000.0)),
+                (29.0, Some(2000.0))
+            ]
+        );
+        let ramp = service_with(r#"[{ at = "10s", factor = 1.0 }, { at = "20s", factor = 0.5 }]"#);
+        let line = capacity_line(&ramp, 29.0).unwrap();
+        // Ten workers lost one a second, each as soon as the curve drops below it: a
+        // microsecond past 10 s, 11 s, ... 19 s.
+        assert_eq!(line.len(), 2 + 2 * 10);
+        assert!(line[1..21].chunks(2).all(|pair| pair[0].0 == pair[1].0));
+        assert_eq!(
+            line[1..3],
+            [(10.000001, Some(2000.0)), (10.000001, Some(1900.0))]
+        );
+        assert_eq!(
+            line[19..21],
+            [(19.000001, Some(1100.0)), (19.000001, Some(1000.0))]
+        );
+    }
+
+    /// A calling service's measured capacity is drawn only where its workers were held at
+    /// least half the time: a bucket of little work says nothing about what it could serve.
+    #[test]
+    fn measured_capacity_only_where_the_workers_were_busy() {
+        let service = service_with("[]");
+        let bucket = |held_s: u64| ServiceBucket {
+            workers_available: 20,
+            released: 1000,
+            held_us: held_s * MICROS_PER_SECOND,
+            ..ServiceBucket::default()
+        };
+        let second = MICROS_PER_SECOND;
+        assert_eq!(measured_capacity(&bucket(2), second, &service), None);
+        assert_eq!(measured_capacity(&bucket(9), second, &service), None);
+        // Held 10 s of 20 workers' second: 1000 let go of, 10 ms each, 2000 a second.
+        assert_eq!(
+            measured_capacity(&bucket(10), second, &service),
+            Some(2000.0)
+        );
     }
 }

@@ -209,3 +209,14 @@ fn limits_are_drawn_where_they_bind() {
     let herd = report("thundering-herd");
     assert!(!herd.contains("rate limit (") && herd.contains(r#"aria-label="deadline (10s)""#));
 }
+
+/// The time axis of a 60 s run (retry-layers) reads whole seconds as `20`, never `20.0`.
+#[test]
+fn whole_seconds_have_no_decimals() {
+    let report = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("output/retry-layers/report.html"),
+    )
+    .unwrap();
+    assert!(report.contains(r#"aria-label="20""#));
+    assert!(!report.contains(r#"aria-label="20.0""#));
+}
