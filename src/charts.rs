@@ -57,6 +57,8 @@ const CAPACITY: RGBColor = RGBColor(120, 120, 120);
 /// Limits the scenario sets (a rate limit, a deadline), drawn where the data reaches them.
 const LIMIT: RGBColor = RGBColor(180, 30, 30);
 const INCIDENT: RGBColor = RGBColor(232, 232, 232);
+/// The hatching of the drain.
+const DRAIN: RGBColor = RGBColor(170, 170, 170);
 /// The lines of a legend's key, which stand for a style in any policy's colour.
 const KEY: RGBColor = RGBColor(60, 60, 60);
 const FONT: &str = "sans-serif";
@@ -394,10 +396,20 @@ struct Series {
     dashed: bool,
     /// A reference line (a capacity), not data: see [`Panel::reference_headroom`].
     reference: bool,
-    /// A legend entry for the outage bands (drawn as a block, with no points of its own).
-    band: bool,
+    /// A legend entry for shading rather than a line (drawn as a block of that shading, with
+    /// no points of its own).
+    block: Option<Block>,
     /// Points in order of x; `None` breaks the line (no data in that bucket).
     points: Vec<(f64, Option<f64>)>,
+}
+
+/// A legend entry's block, for shading rather than a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    /// Filled in the entry's colour: a service down after a crash.
+    Filled,
+    /// Hatched in the entry's colour: the drain ([`Panel::drain`]).
+    Hatched,
 }
 
 /// One plot: axes, shaded incident windows and lines.
@@ -416,6 +428,10 @@ struct Panel {
     series: Vec<Series>,
     /// Time ranges to shade, seconds.
     incidents: Vec<(f64, f64)>,
+    /// The drain, seconds: from the end of arrivals (`duration`) to the end of the plot, while
+    /// the operations started before it finish. Only the slow ones are left, so latency climbs
+    /// and load falls as in an incident: it is hatched and labelled as what it is.
+    drain: Option<(f64, f64)>,
     /// When a service was down after crashing under overload, per policy.
     outages: Vec<Outage>,
     /// What to say instead of drawing empty axes, when no series has a value above zero.
@@ -430,7 +446,7 @@ impl Panel {
     fn is_empty(&self) -> bool {
         self.series
             .iter()
-            .filter(|series| !series.reference && !series.band)
+            .filter(|series| !series.reference && series.block.is_none())
             .flat_map(|series| series.points.iter())
             .all(|(_, value)| value.is_none_or(|value| value <= 0.0))
     }
@@ -505,7 +521,17 @@ fn draw_panel<DB: DrawingBackend>(
             colour: CAPACITY,
             dashed: false,
             reference: false,
-            band: true,
+            block: Some(Block::Filled),
+            points: Vec::new(),
+        });
+    }
+    if panel.drain.is_some() {
+        entries.push(Series {
+            label: "drain: operations started before the end finishing".into(),
+            colour: DRAIN,
+            dashed: false,
+            reference: false,
+            block: Some(Block::Hatched),
             points: Vec::new(),
         });
     }
@@ -547,6 +573,9 @@ fn draw_panel<DB: DrawingBackend>(
                 INCIDENT.filled(),
             )])?;
         }
+        if let Some(drain) = panel.drain {
+            draw_drain(&chart, drain, low, scale)?;
+        }
         let at = |share: f64| low * (high / low).powf(share);
         let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
         for outage in merged_at(&panel.outages, pixel_s) {
@@ -563,6 +592,7 @@ fn draw_panel<DB: DrawingBackend>(
     } else {
         let high = data.linear_top();
         let mut chart = builder.build_cartesian_2d(0.0..x_end, 0.0..high)?;
+        let height = chart.plotting_area().dim_in_pixel().1;
         chart
             .configure_mesh()
             .x_desc(if panel.time_label { "time (s)" } else { "" })
@@ -571,7 +601,7 @@ fn draw_panel<DB: DrawingBackend>(
             .axis_desc_style(label_font)
             .light_line_style(RGBColor(240, 240, 240))
             .x_label_formatter(&|value| seconds_tick(*value))
-            .y_labels(y_ticks(high, data.whole))
+            .y_labels(y_ticks(high, data.whole, height, scale))
             .y_label_formatter(&|value| compact(*value))
             .draw()?;
         for (start, end) in &data.incidents {
@@ -579,6 +609,9 @@ fn draw_panel<DB: DrawingBackend>(
                 [(*start, 0.0), (*end, high)],
                 INCIDENT.filled(),
             )])?;
+        }
+        if let Some(drain) = panel.drain {
+            draw_drain(&chart, drain, 0.0, scale)?;
         }
         let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
         for outage in merged_at(&panel.outages, pixel_s) {
@@ -618,16 +651,70 @@ fn seconds_tick(seconds: f64) -> String {
     text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
-/// How many ticks at most a linear y axis from 0 to `top` asks plotters for (its default, 10),
-/// or, for values that are all whole (counts), no more than the whole numbers in the range:
+/// How many ticks at most a linear y axis from 0 to `top`, `height` pixels high, asks plotters
+/// for: plotters' default of 10, fewer where they would be closer than 30 pixels (at `scale`),
+/// and, for values that are all whole (counts), no more than the whole numbers in the range:
 /// plotters then steps by 1, 2, 5, ... and never puts a tick at 0.5 on a count.
-fn y_ticks(top: f64, whole: bool) -> usize {
-    const DEFAULT: usize = 10;
+fn y_ticks(top: f64, whole: bool, height: u32, scale: f64) -> usize {
+    let fit = ((f64::from(height) / (30.0 * scale)) as usize).clamp(2, 10);
     if whole {
-        (top.floor() as usize + 1).clamp(2, DEFAULT)
+        (top.floor() as usize + 1).clamp(2, fit)
     } else {
-        DEFAULT
+        fit
     }
+}
+
+/// Hatches the drain, `start` to `end` seconds, over the whole height of `chart`'s plot, with a
+/// line where it starts; `y` is any value of the y axis (only x is read).
+fn draw_drain<DB, Y>(
+    chart: &ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    (start, end): (f64, f64),
+    y: f64,
+    scale: f64,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend,
+    Y: Ranged<ValueType = f64>,
+{
+    let area = chart.plotting_area();
+    let (columns, rows) = area.get_pixel_range();
+    let pixel = |seconds: f64| chart.backend_coord(&(seconds, y)).0 - columns.start;
+    let plot = area.strip_coord_spec();
+    let (left, right) = (pixel(start), pixel(end));
+    let (top, bottom) = (0, rows.end - rows.start);
+    hatch(&plot, (left, right), (top, bottom), scale, DRAIN)?;
+    plot.draw(&PathElement::new(
+        vec![(left, top), (left, bottom)],
+        DRAIN.stroke_width(1),
+    ))
+}
+
+/// Diagonal lines, rising to the right, `10 * scale` pixels apart, filling the box from
+/// `left` to `right` and `top` to `bottom` (pixels of `area`) and no further.
+fn hatch<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (left, right): (i32, i32),
+    (top, bottom): (i32, i32),
+    scale: f64,
+    colour: RGBColor,
+) -> DrawResult<DB> {
+    let height = bottom - top;
+    let step = ((10.0 * scale) as i32).max(4);
+    // The line from (start, bottom) rises one pixel per pixel to the right; `rise` of it lies
+    // in the box from `left - start` (or 0) to `right - start` (or its height).
+    let mut start = left - height;
+    while start < right {
+        let low = (left - start).max(0);
+        let high = (right - start).min(height);
+        if low < high {
+            area.draw(&PathElement::new(
+                vec![(start + low, bottom - low), (start + high, bottom - high)],
+                colour.stroke_width(1),
+            ))?;
+        }
+        start += step;
+    }
+    Ok(())
 }
 
 /// A font size scaled to whole pixels: fractional sizes space glyphs unevenly.
@@ -722,7 +809,7 @@ fn marker<DB: DrawingBackend, C: Copy + 'static>(
 impl Series {
     /// The policy whose data this line is (its colour is the policy's), if any.
     fn policy(&self) -> Option<usize> {
-        if self.reference || self.band {
+        if self.reference || self.block.is_some() {
             return None;
         }
         PALETTE.iter().position(|colour| *colour == self.colour)
@@ -802,24 +889,32 @@ fn draw_legend<DB: DrawingBackend>(
         for &index in entries {
             let line = &series[index];
             let style = line.colour.stroke_width((2.0 * scale).max(1.0) as u32);
-            let sample = [(x, y), (x + (30.0 * scale) as i32, y)];
-            if line.band {
-                let half = (5.0 * scale) as i32;
-                area.draw(&Rectangle::new(
-                    [(x, y - half), (x + (30.0 * scale) as i32, y + half)],
-                    line.colour.filled(),
-                ))?;
-            } else if line.dashed {
-                area.draw(&PathElement::new(
-                    vec![sample[0], (x + (12.0 * scale) as i32, y)],
-                    style,
-                ))?;
-                area.draw(&PathElement::new(
-                    vec![(x + (18.0 * scale) as i32, y), sample[1]],
-                    style,
-                ))?;
-            } else {
-                area.draw(&PathElement::new(sample.to_vec(), style))?;
+            let half = (5.0 * scale) as i32;
+            let right = x + (30.0 * scale) as i32;
+            match line.block {
+                Some(Block::Filled) => {
+                    area.draw(&Rectangle::new(
+                        [(x, y - half), (right, y + half)],
+                        line.colour.filled(),
+                    ))?;
+                }
+                Some(Block::Hatched) => {
+                    hatch(area, (x, right), (y - half, y + half), scale, line.colour)?;
+                    area.draw(&Rectangle::new(
+                        [(x, y - half), (right, y + half)],
+                        line.colour.stroke_width(1),
+                    ))?;
+                }
+                // Three dashes, so that the gaps show on both sides of a marker.
+                None if line.dashed => {
+                    for (from, to) in [(0.0, 7.0), (11.5, 18.5), (23.0, 30.0)] {
+                        area.draw(&PathElement::new(
+                            vec![(x + (from * scale) as i32, y), (x + (to * scale) as i32, y)],
+                            style,
+                        ))?;
+                    }
+                }
+                None => area.draw(&PathElement::new(vec![(x, y), (right, y)], style))?,
             }
             if let Some(policy) = line.policy() {
                 let size = (4.0 * scale).max(2.0) as i32;
@@ -878,6 +973,8 @@ struct ChartData {
     /// policy ([`PolicyData::capacity`]).
     services: Vec<(String, Option<Vec<(f64, Option<f64>)>>)>,
     incidents: Vec<(f64, f64)>,
+    /// The drain after the end of arrivals, seconds, if the run went on after it.
+    drain: Option<(f64, f64)>,
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
     writes: bool,
@@ -990,7 +1087,8 @@ impl ChartData {
                 }
             })
             .collect();
-        let last_s = buckets.saturating_sub(1) as f64 * bucket_s;
+        // The end of the last bucket: the charts' time axis covers every bucket whole.
+        let end_s = buckets as f64 * bucket_s;
         let end = buckets as u64 * bucket;
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
         // The incident the summary measures, one that does not end closed at the chart's end.
@@ -1022,7 +1120,7 @@ impl ChartData {
             bucket_s,
             times,
             policies,
-            capacity_rps: capacity_line(run.model.entry_service(), last_s),
+            capacity_rps: capacity_line(run.model.entry_service(), end_s),
             services: if run.has_topology() {
                 run.model
                     .services
@@ -1031,7 +1129,7 @@ impl ChartData {
                         // A calling service's throughput depends on how long its calls take,
                         // so workers / own service time would overstate it: no line.
                         let leaf = service.calls.is_empty();
-                        let line = leaf.then(|| capacity_line(service, last_s)).flatten();
+                        let line = leaf.then(|| capacity_line(service, end_s)).flatten();
                         (service.name.clone(), line)
                     })
                     .collect()
@@ -1039,6 +1137,8 @@ impl ChartData {
                 Vec::new()
             },
             incidents,
+            drain: (end_s > seconds(run.model.duration))
+                .then(|| (seconds(run.model.duration), end_s)),
             outages,
             writes: run
                 .model
@@ -1068,7 +1168,7 @@ impl ChartData {
             colour,
             dashed,
             reference: false,
-            band: false,
+            block: None,
             points: self.times.iter().copied().zip(values).collect(),
         }
     }
@@ -1117,7 +1217,7 @@ impl ChartData {
                 colour: CAPACITY,
                 dashed: true,
                 reference: true,
-                band: false,
+                block: None,
                 points: points.clone(),
             });
         }
@@ -1142,6 +1242,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: None,
             key: Vec::new(),
@@ -1199,7 +1300,7 @@ impl ChartData {
                         colour: CAPACITY,
                         dashed: true,
                         reference: true,
-                        band: false,
+                        block: None,
                         points: points.clone(),
                     });
                 }
@@ -1211,6 +1312,7 @@ impl ChartData {
                     reference_headroom: Some(2.0),
                     series,
                     incidents: self.incidents.clone(),
+                    drain: self.drain,
                     outages: self.outages.clone(),
                     empty_note: None,
                     key: if service == 0 {
@@ -1272,6 +1374,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some("no operation succeeded in any policy".into()),
             key: Vec::new(),
@@ -1317,6 +1420,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some(empty_note.into()),
             key: Vec::new(),
@@ -1348,6 +1452,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: None,
             key: Vec::new(),
@@ -1380,6 +1485,7 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some("no operation failed in any policy".into()),
             key: Vec::new(),
@@ -1394,7 +1500,7 @@ fn key_entry(label: &str, colour: RGBColor, dashed: bool) -> Series {
         colour,
         dashed,
         reference: true,
-        band: false,
+        block: None,
         points: Vec::new(),
     }
 }
@@ -1478,6 +1584,7 @@ impl Panel {
             .series
             .iter()
             .flat_map(|line| line.points.last().map(|(x, _)| *x))
+            .chain(self.drain.map(|(_, end)| end))
             .fold(0.0, f64::max)
             .max(1e-3);
         let whole = self
@@ -1553,7 +1660,7 @@ mod tests {
                 colour: policy_colour(0),
                 dashed: false,
                 reference: false,
-                band: false,
+                block: None,
                 points: values
                     .iter()
                     .enumerate()
@@ -1561,6 +1668,7 @@ mod tests {
                     .collect(),
             }],
             incidents: Vec::new(),
+            drain: None,
             outages: Vec::new(),
             empty_note: None,
             key: Vec::new(),
@@ -1607,8 +1715,9 @@ mod tests {
         );
         assert_eq!(seconds_tick(20.0), "20");
         assert_eq!(seconds_tick(2.5), "2.5");
-        assert_eq!(y_ticks(2.16, true), 3);
-        assert_eq!(y_ticks(2.16, false), 10);
+        assert_eq!(y_ticks(2.16, true, 600, 1.0), 3);
+        assert_eq!(y_ticks(2.16, false, 600, 1.0), 10);
+        assert_eq!(y_ticks(4500.0, true, 90, 0.8), 3);
     }
 
     /// The model of a one-service scenario whose capacity is `capacity` (TOML points).

@@ -220,3 +220,34 @@ fn whole_seconds_have_no_decimals() {
     assert!(report.contains(r#"aria-label="20""#));
     assert!(!report.contains(r#"aria-label="20.0""#));
 }
+
+/// The drain after `duration` (operations started before the end finishing, only the slow
+/// ones left) is hatched and named in every chart with a time axis, of every bundled scenario
+/// whose run went on after its arrivals, so that it is not read as an incident.
+#[test]
+fn the_drain_is_marked_in_every_time_chart() {
+    let output = Path::new(env!("CARGO_MANIFEST_DIR")).join("output");
+    let mut marked = 0;
+    for scenario in std::fs::read_dir(&output).unwrap() {
+        let folder = scenario.unwrap().path();
+        if !folder.is_dir() {
+            continue;
+        }
+        for chart in Chart::ALL {
+            let svg =
+                std::fs::read_to_string(folder.join(format!("{}.svg", chart.name()))).unwrap();
+            if svg.contains("time (s)") {
+                assert!(
+                    svg.contains(
+                        r#"aria-label="drain: operations started before the end finishing""#
+                    ),
+                    "{}/{}.svg does not mark the drain",
+                    folder.display(),
+                    chart.name()
+                );
+                marked += 1;
+            }
+        }
+    }
+    assert!(marked >= 40, "only {marked} charts have a time axis");
+}
