@@ -310,7 +310,8 @@ fn draw_overview<DB: DrawingBackend>(
         (16, 10),
         (FONT, 36.0).into_font().style(FontStyle::Bold),
     ))?;
-    for (line, text) in wrap(&data.description, 150).iter().take(2).enumerate() {
+    let lines = wrap(&data.description, |line| line.chars().count() <= 150);
+    for (line, text) in lines.iter().take(2).enumerate() {
         root.draw(&Text::new(
             text.clone(),
             (16, 54 + 22 * line as i32),
@@ -345,12 +346,13 @@ fn capitalised(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Splits `text` into lines of at most about `width` characters, at spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+/// Splits `text` into lines at spaces, each as long as `fits` allows (a word that does not
+/// fit alone is a line of its own).
+pub(crate) fn wrap(text: &str, fits: impl Fn(&str) -> bool) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
         match lines.last_mut() {
-            Some(line) if line.len() + 1 + word.len() <= width => {
+            Some(line) if fits(&format!("{line} {word}")) => {
                 line.push(' ');
                 line.push_str(word);
             }
@@ -436,6 +438,8 @@ struct Panel {
     outages: Vec<Outage>,
     /// What to say instead of drawing empty axes, when no series has a value above zero.
     empty_note: Option<String>,
+    /// A sentence under the legend: what the plot leaves out (lines at zero all run long).
+    note: Option<String>,
     /// Legend entries that stand for a style rather than a line of their own (no points),
     /// after the lines' own entries: a key to what a colour or a dash means.
     key: Vec<Series>,
@@ -541,8 +545,34 @@ fn draw_panel<DB: DrawingBackend>(
         Vec::new()
     };
     let row_height = (22.0 * scale) as u32;
-    let (legend, plot) = area.split_vertically(row_height * legend_rows.len() as u32 + 6);
+    // The note, in lines as wide as the legend's rows.
+    let note_font = (FONT, font_size(16.0, scale))
+        .into_font()
+        .color(&RGBColor(90, 90, 90));
+    let room = area
+        .dim_in_pixel()
+        .0
+        .saturating_sub((LEGEND_LEFT * scale) as u32);
+    let note = panel.note.as_deref().map_or_else(Vec::new, |note| {
+        wrap(note, |line| {
+            area.estimate_text_size(line, &note_font)
+                .is_ok_and(|(width, _)| width <= room)
+        })
+    });
+    let rows = (legend_rows.len() + note.len()) as u32;
+    let (legend, plot) = area.split_vertically(row_height * rows + 6);
     draw_legend(&legend, &entries, &legend_rows, scale)?;
+    for (index, line) in note.into_iter().enumerate() {
+        let row = (legend_rows.len() + index) as f64;
+        legend.draw(&Text::new(
+            line,
+            (
+                (LEGEND_LEFT * scale) as i32,
+                (row * 22.0 * scale + 3.0 * scale) as i32,
+            ),
+            note_font.clone(),
+        ))?;
+    }
     let data = panel.plot_data();
     let x_end = data.x_end;
     let label_font = (FONT, font_size(18.0, scale)).into_font();
@@ -978,6 +1008,8 @@ struct ChartData {
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
     writes: bool,
+    /// The methods of the operations, each once, in the scenario's order.
+    methods: Vec<String>,
     /// The entry service's rate limit for all clients together, requests per second.
     rate_limit_rps: Option<f64>,
 }
@@ -1146,6 +1178,18 @@ impl ChartData {
                 .endpoints
                 .iter()
                 .any(|endpoint| !endpoint.idempotent_method),
+            methods: run
+                .scenario
+                .clients
+                .operations
+                .iter()
+                .map(|operation| operation.method.get_ref().clone())
+                .fold(Vec::new(), |mut methods, method| {
+                    if !methods.contains(&method) {
+                        methods.push(method);
+                    }
+                    methods
+                }),
             rate_limit_rps: run
                 .model
                 .entry_service()
@@ -1245,6 +1289,7 @@ impl ChartData {
             drain: self.drain,
             outages: self.outages.clone(),
             empty_note: None,
+            note: None,
             key: Vec::new(),
         }
     }
@@ -1315,6 +1360,7 @@ impl ChartData {
                     drain: self.drain,
                     outages: self.outages.clone(),
                     empty_note: None,
+                    note: None,
                     key: if service == 0 {
                         key.clone()
                     } else {
@@ -1329,19 +1375,10 @@ impl ChartData {
         let mut series = Vec::new();
         for (index, policy) in self.policies.iter().enumerate() {
             let colour = policy_colour(index);
-            series.push(self.series(
-                format!("{} p99", policy.name),
-                colour,
-                false,
-                policy.p99_ms.iter().copied(),
-            ));
-            series.push(self.series(
-                format!("{} p50", policy.name),
-                colour,
-                true,
-                policy.p50_ms.iter().copied(),
-            ));
+            series.push(self.series(String::new(), colour, false, policy.p99_ms.iter().copied()));
+            series.push(self.series(String::new(), colour, true, policy.p50_ms.iter().copied()));
         }
+        let mut key = self.policy_key(0..self.policies.len(), ("p99", "p50"));
         // Each deadline where it binds: where some policy's p99 comes within half of it.
         let slowest = self
             .policies
@@ -1357,11 +1394,13 @@ impl ChartData {
         deadlines.sort_by(f64::total_cmp);
         deadlines.dedup();
         for deadline in deadlines {
+            let label = format!(
+                "deadline ({})",
+                crate::time::Duration((deadline * 1000.0) as u64)
+            );
+            key.push(key_entry(&label, LIMIT, true));
             series.push(self.reference(
-                format!(
-                    "deadline ({})",
-                    crate::time::Duration((deadline * 1000.0) as u64)
-                ),
+                String::new(),
                 LIMIT,
                 self.times.iter().map(|_| Some(deadline)),
             ));
@@ -1377,7 +1416,8 @@ impl ChartData {
             drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some("no operation succeeded in any policy".into()),
-            key: Vec::new(),
+            note: None,
+            key,
         }
     }
 
@@ -1391,26 +1431,46 @@ impl ChartData {
                 })
                 .collect()
         };
+        // Lines that stay at zero all run long would hide each other along the axis: they are
+        // named in a note instead of drawn.
         let mut series = Vec::new();
+        let mut drawn = Vec::new();
+        let mut at_zero: [Vec<String>; 2] = Default::default();
         for (index, policy) in self.policies.iter().enumerate() {
             let colour = policy_colour(index);
-            series.push(self.series(
-                format!("{} duplicate writes", policy.name),
-                colour,
-                false,
-                cumulative(&policy.duplicate_writes).into_iter(),
-            ));
-            series.push(self.series(
-                format!("{} unknown results", policy.name),
-                colour,
-                true,
-                cumulative(&policy.unknown_results).into_iter(),
-            ));
+            let counts = [&policy.duplicate_writes, &policy.unknown_results];
+            for (kind, counts) in counts.into_iter().enumerate() {
+                if counts.iter().all(|count| *count == 0) {
+                    at_zero[kind].push(format!("\"{}\"", policy.name));
+                    continue;
+                }
+                series.push(self.series(
+                    String::new(),
+                    colour,
+                    kind == 1,
+                    cumulative(counts).into_iter(),
+                ));
+                if drawn.last() != Some(&index) {
+                    drawn.push(index);
+                }
+            }
         }
+        let key = self.policy_key(drawn.into_iter(), ("duplicate writes", "unknown results"));
+        let zero: Vec<String> = ["duplicate writes", "unknown results"]
+            .iter()
+            .zip(&at_zero)
+            .filter(|(_, policies)| !policies.is_empty())
+            .map(|(what, policies)| format!("{what} of {}", policies.join(", ")))
+            .collect();
+        let note = (!zero.is_empty())
+            .then(|| format!("at zero all run long, not drawn: {}", zero.join("; ")));
         let empty_note = if self.writes {
-            "no duplicate writes and no unknown results in any policy"
+            "no duplicate writes and no unknown results in any policy".to_string()
         } else {
-            "no writes in this scenario: every operation is idempotent, so none can be duplicated"
+            format!(
+                "nothing can be duplicated: every operation is a {}, which is idempotent, so no retry can write twice",
+                self.methods.join(" or ")
+            )
         };
         Panel {
             y_label: "operations (cumulative)".into(),
@@ -1422,9 +1482,34 @@ impl ChartData {
             incidents: self.incidents.clone(),
             drain: self.drain,
             outages: self.outages.clone(),
-            empty_note: Some(empty_note.into()),
-            key: Vec::new(),
+            empty_note: Some(empty_note),
+            note,
+            key,
         }
+    }
+
+    /// The legend of a panel that draws two lines per policy, solid and dashed, for two
+    /// measures (`solid`, `dashed`): one entry per policy of `policies` (its colour and
+    /// marker) and a key to the two styles, instead of an entry per line, whose swatches would
+    /// tell solid from dashed only by their dashes.
+    fn policy_key(
+        &self,
+        policies: impl Iterator<Item = usize>,
+        (solid, dashed): (&str, &str),
+    ) -> Vec<Series> {
+        let mut key: Vec<Series> = policies
+            .map(|index| Series {
+                label: self.policies[index].name.clone(),
+                colour: policy_colour(index),
+                dashed: false,
+                reference: false,
+                block: None,
+                points: Vec::new(),
+            })
+            .collect();
+        key.push(key_entry(&format!("solid: {solid}"), KEY, false));
+        key.push(key_entry(&format!("dashed: {dashed}"), KEY, true));
+        key
     }
 
     fn goodput_panel(&self) -> Panel {
@@ -1455,6 +1540,7 @@ impl ChartData {
             drain: self.drain,
             outages: self.outages.clone(),
             empty_note: None,
+            note: None,
             key: Vec::new(),
         }
     }
@@ -1488,6 +1574,7 @@ impl ChartData {
             drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some("no operation failed in any policy".into()),
+            note: None,
             key: Vec::new(),
         }
     }
@@ -1644,7 +1731,10 @@ mod tests {
 
     #[test]
     fn wrapping_keeps_words_whole() {
-        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(
+            wrap("a bb ccc dddd", |line| line.len() <= 6),
+            ["a bb", "ccc", "dddd"]
+        );
     }
 
     /// A panel of one policy's line through `values`, one a second.
@@ -1671,6 +1761,7 @@ mod tests {
             drain: None,
             outages: Vec::new(),
             empty_note: None,
+            note: None,
             key: Vec::new(),
         }
     }

@@ -91,7 +91,7 @@ fn every_chart_is_drawn_in_both_formats() {
         if chart == Chart::Duplicates {
             // Every operation is a GET: the chart says why it is empty instead of empty axes.
             assert!(
-                svg.contains(r#"aria-label="no writes in this scenario: every operation is idempotent, so none can be duplicated""#),
+                svg.contains(r#"aria-label="nothing can be duplicated: every operation is a GET, which is idempotent, so no retry can write twice""#),
                 "{svg}"
             );
             assert!(!svg.contains("time (s)"));
@@ -250,4 +250,33 @@ fn the_drain_is_marked_in_every_time_chart() {
         }
     }
     assert!(marked >= 40, "only {marked} charts have a time axis");
+}
+
+/// payments' duplicates chart: one legend entry per policy drawn and a key to solid
+/// (duplicate writes) and dashed (unknown results), not ten entries of which solid and dashed
+/// looked alike; the six lines that stay at zero all run long are named in a note rather than
+/// drawn on top of each other along the axis, and a policy with nothing drawn has no entry.
+#[test]
+fn duplicates_name_each_policy_once_key_the_dashes_and_note_the_lines_at_zero() {
+    let svg = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("output/payments/duplicates.svg"),
+    )
+    .unwrap();
+    let label = |text: &str| format!(r#"aria-label="{text}""#);
+    for entry in [
+        "naive",
+        "article",
+        "key, 1 s TTL",
+        "solid: duplicate writes",
+        "dashed: unknown results",
+    ] {
+        assert!(svg.contains(&label(entry)), "no legend entry {entry}");
+    }
+    for absent in ["naive duplicate writes", "key, 24 h TTL", "status endpoint"] {
+        assert!(!svg.contains(&label(absent)), "a legend entry {absent}");
+    }
+    assert!(
+        svg.contains("at zero all run long, not drawn: duplicate writes of &quot;article&quot;, &quot;key, 24 h TTL&quot;, &quot;status endpoint&quot;; unknown results of &quot;naive&quot;, &quot;key, 1 s TTL&quot;"),
+        "no note of the lines at zero"
+    );
 }
