@@ -58,7 +58,7 @@ const CAPACITY: RGBColor = RGBColor(120, 120, 120);
 const LIMIT: RGBColor = RGBColor(180, 30, 30);
 const INCIDENT: RGBColor = RGBColor(232, 232, 232);
 /// The hatching of the drain.
-const DRAIN: RGBColor = RGBColor(170, 170, 170);
+const DRAIN: RGBColor = RGBColor(190, 190, 190);
 /// The lines of a legend's key, which stand for a style in any policy's colour.
 const KEY: RGBColor = RGBColor(60, 60, 60);
 const FONT: &str = "sans-serif";
@@ -116,7 +116,7 @@ pub enum Chart {
     Duplicates,
     /// Operations succeeded per second, and failures per second by reason.
     Goodput,
-    /// The four above on one sheet.
+    /// The four above on one sheet, but those with nothing to show.
     Overview,
 }
 
@@ -175,6 +175,12 @@ pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>
         format,
         chart.name(),
     )
+}
+
+/// Why `chart` of `run` has nothing to show (the sentence its picture holds instead of axes),
+/// or `None` if it has something: a page can say so in a line rather than show the picture.
+pub fn nothing_to_show(run: &ScenarioRun, chart: Chart) -> Option<String> {
+    ChartData::new(run).nothing_to_show(chart)
 }
 
 /// Something that draws itself on any plotters backend: a chart, a heatmap, a Pareto front.
@@ -318,14 +324,45 @@ fn draw_overview<DB: DrawingBackend>(
             (FONT, 20.0).into_font(),
         ))?;
     }
-    let quarters = rest.split_evenly((2, 2));
-    let charts = [
+    // The charts with something to show share the sheet: four in quarters, three as two
+    // above one as wide as the sheet, two side by side; the others are named in a line.
+    let (shown, empty): (Vec<Chart>, Vec<Chart>) = [
         Chart::Load,
         Chart::Latency,
         Chart::Duplicates,
         Chart::Goodput,
-    ];
-    for (area, chart) in quarters.iter().zip(charts) {
+    ]
+    .into_iter()
+    .partition(|&chart| data.nothing_to_show(chart).is_none());
+    let rest = if empty.is_empty() {
+        rest
+    } else {
+        let left_out: Vec<String> = empty
+            .iter()
+            .filter_map(|&chart| {
+                let why = data.nothing_to_show(chart)?;
+                Some(format!("{} ({why})", chart.name()))
+            })
+            .collect();
+        root.draw(&Text::new(
+            format!("Not drawn, with nothing to show: {}.", left_out.join("; ")),
+            (16, 100),
+            (FONT, 18.0).into_font().color(&RGBColor(90, 90, 90)),
+        ))?;
+        rest.split_vertically(28).1
+    };
+    let areas = match shown.len() {
+        4 => rest.split_evenly((2, 2)),
+        3 => {
+            let height = rest.dim_in_pixel().1;
+            let (top, bottom) = rest.split_vertically(height / 2);
+            let mut areas = top.split_evenly((1, 2));
+            areas.push(bottom);
+            areas
+        }
+        count => rest.split_evenly((1, count.max(1))),
+    };
+    for (area, chart) in areas.iter().zip(shown) {
         let area = area.margin(4, 4, 8, 8);
         area.draw(&Text::new(
             capitalised(chart_title(chart, data)),
@@ -381,10 +418,19 @@ fn draw_body<DB: DrawingBackend>(
         Chart::Latency => draw_panel(area, &data.latency_panel(), scale),
         Chart::Duplicates => draw_panel(area, &data.duplicates_panel(), scale),
         Chart::Goodput => {
+            // Without failures the goodput takes the whole area, and says there were none.
+            let failures = data.failures_panel();
+            if failures.is_empty() {
+                let goodput = Panel {
+                    note: failures.empty_note,
+                    ..data.goodput_panel()
+                };
+                return draw_panel(area, &goodput, scale);
+            }
             let (_, height) = area.dim_in_pixel();
             let (top, bottom) = area.split_vertically(height / 2);
             draw_panel(&top, &data.goodput_panel(), scale)?;
-            draw_panel(&bottom, &data.failures_panel(), scale)
+            draw_panel(&bottom, &failures, scale)
         }
         Chart::Overview => unreachable!("the overview is drawn from the other charts"),
     }
@@ -719,7 +765,7 @@ where
     ))
 }
 
-/// Diagonal lines, rising to the right, `10 * scale` pixels apart, filling the box from
+/// Diagonal lines, rising to the right, `12 * scale` pixels apart, filling the box from
 /// `left` to `right` and `top` to `bottom` (pixels of `area`) and no further.
 fn hatch<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
@@ -729,7 +775,7 @@ fn hatch<DB: DrawingBackend>(
     colour: RGBColor,
 ) -> DrawResult<DB> {
     let height = bottom - top;
-    let step = ((10.0 * scale) as i32).max(4);
+    let step = ((12.0 * scale) as i32).max(4);
     // The line from (start, bottom) rises one pixel per pixel to the right; `rise` of it lies
     // in the box from `left - start` (or 0) to `right - start` (or its height).
     let mut start = left - height;
@@ -1198,6 +1244,17 @@ impl ChartData {
                 .filter(|limit| !limit.per_client)
                 .map(|limit| limit.rate),
         }
+    }
+
+    /// Why `chart` has nothing to show, in its sentence, or `None` if it has something.
+    fn nothing_to_show(&self, chart: Chart) -> Option<String> {
+        let panel = match chart {
+            Chart::Latency => self.latency_panel(),
+            Chart::Duplicates => self.duplicates_panel(),
+            Chart::Load | Chart::Goodput | Chart::Overview => return None,
+        };
+        let empty = panel.is_empty();
+        panel.empty_note.filter(|_| empty)
     }
 
     fn series(

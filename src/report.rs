@@ -10,7 +10,7 @@ mod diagram;
 
 use std::fmt::Write as _;
 
-use crate::charts::{Chart, ChartError, Format, render};
+use crate::charts::{Chart, ChartError, Format, nothing_to_show, render};
 use crate::claims::{evaluate, number};
 use crate::metrics::METRICS;
 use crate::run::ScenarioRun;
@@ -190,7 +190,9 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         page,
         "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
         String::from_utf8_lossy(&overview),
-        escape("The overview: the four charts below on one sheet, as a teacher would show them.")
+        escape(
+            "The overview: the charts below on one sheet, as a teacher would show them (a chart with nothing to show is named above them instead). The hatched band at the end is the drain: after the arrivals stop, the operations started before finish, only the slow ones left."
+        )
     );
     let load_caption = if run.has_topology() {
         "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request), drawn where its workers were held at least half the time (elsewhere it says nothing of what the service could serve). A capacity far above the load is cut off at the top; a step in capacity is drawn at its instant. The shaded band is the incident (the scenario's [incident], or its services' capacity away from their starting level). Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
@@ -213,6 +215,16 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         ),
     ];
     for (chart, caption) in captions {
+        // A chart with nothing to show is its sentence, not a picture of it.
+        if let Some(why) = nothing_to_show(run, chart) {
+            let _ = writeln!(
+                page,
+                "<p class=\"meta\">No {} chart: {}.</p>",
+                chart.name(),
+                escape(&why)
+            );
+            continue;
+        }
         let svg = render(run, chart, Format::Svg)?;
         let _ = write!(
             page,

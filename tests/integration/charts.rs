@@ -280,3 +280,37 @@ fn duplicates_name_each_policy_once_key_the_dashes_and_note_the_lines_at_zero() 
         "no note of the lines at zero"
     );
 }
+
+/// The overview leaves out a chart with nothing to show and names it in a line, rather than
+/// give a quarter of the sheet to a sentence: contention's operations are conditional PUTs,
+/// which are idempotent, so its duplicates chart is left out (and says so truly: they are
+/// writes, but none can be duplicated); payments keeps all four.
+#[test]
+fn the_overview_has_no_empty_panel() {
+    let chart = |name: &str, chart: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("output/{name}/{chart}.svg")),
+        )
+        .unwrap()
+    };
+    let duplicates =
+        r#"aria-label="Duplicate writes (solid) and unknown results (dashed), cumulative""#;
+    let overview = chart("contention", "overview");
+    assert!(!overview.contains(duplicates));
+    assert!(overview.contains(r#"aria-label="Not drawn, with nothing to show: duplicates (nothing can be duplicated: every operation is a PUT, which is idempotent, so no retry can write twice).""#));
+    for title in [
+        "Attempts reaching the upstream",
+        "Latency of successful operations (p50 dashed, p99 solid)",
+        "Goodput and failures",
+    ] {
+        assert!(
+            overview.contains(&format!(r#"aria-label="{title}""#)),
+            "{title}"
+        );
+    }
+    // Nothing failed in contention: its goodput takes the whole panel and says so.
+    assert!(!overview.contains(r#"aria-label="failed per second""#));
+    assert!(overview.contains(r#"aria-label="no operation failed in any policy""#));
+    let overview = chart("payments", "overview");
+    assert!(overview.contains(duplicates) && !overview.contains("Not drawn"));
+}
