@@ -7,6 +7,7 @@
 //! postmortem as it is.
 
 mod diagram;
+mod sweep;
 
 use std::fmt::Write as _;
 
@@ -17,6 +18,7 @@ use crate::run::ScenarioRun;
 use crate::scenario::Service;
 
 pub use diagram::topology_svg;
+pub use sweep::{PointTable, SweepPage, SweepSection, sweep_report_html};
 
 /// What the report's failures column means (the summary metrics explain themselves:
 /// [`METRICS`]).
@@ -34,46 +36,54 @@ fn optional(value: Option<f64>, digits: usize) -> String {
     value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
 }
 
+/// The style of every page retrystorm writes: its own text asks for DejaVu Sans (the charts'
+/// font) and falls back to the viewer's sans-serif; tables scroll inside their box rather than
+/// widen the page; code and long preformatted lines wrap.
+const STYLE: &str = r#"body { font-family: "DejaVu Sans", Verdana, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }
+h1 { margin-bottom: 0.2em; }
+.description { font-size: 1.15em; margin-top: 0; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.35em 0.55em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f4f4f4; }
+td { white-space: nowrap; }
+td:first-child { white-space: normal; }
+table.settings th, table.settings td { text-align: left; white-space: normal; }
+tr.meets td { background: #f3f8fc; }
+tr.chosen td { background: #fdf0e6; font-weight: bold; }
+figure { margin: 1.5em 0; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+dt { font-weight: bold; margin-top: 0.6em; }
+dd { margin-left: 1.5em; }
+.meta { color: #555; }
+.claims .held b { color: #00734d; }
+.claims .failed b { color: #b33c00; }
+.header { max-width: 60em; }
+.decision { border-left: 4px solid #0072b2; background: #f4f7fb; padding: 0.4em 1em; }
+.decision p { margin: 0.3em 0; }
+.decision .indent { margin-left: 2em; }
+.warning { color: #b33c00; }
+pre { background: #f6f6f6; padding: 0.5em 1em; white-space: pre-wrap; overflow-wrap: anywhere; }
+"#;
+
+/// The start of a page titled `title`, up to its `<body>`.
+fn page_head(page: &mut String, title: &str) {
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n"
+    );
+}
+
 /// The report's bytes.
 pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
     let scenario = &run.scenario;
     let name = escape(scenario.name.as_str());
     let mut page = String::new();
-    let _ = write!(
+    page_head(&mut page, &format!("{name}: retrystorm report"));
+    let _ = writeln!(
         page,
-        r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{name}: retrystorm report</title>
-<style>
-body {{ font-family: "DejaVu Sans", Verdana, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }}
-h1 {{ margin-bottom: 0.2em; }}
-.description {{ font-size: 1.15em; margin-top: 0; }}
-.table {{ overflow-x: auto; }}
-table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
-th, td {{ border-bottom: 1px solid #ddd; padding: 0.35em 0.55em; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-th {{ background: #f4f4f4; }}
-td {{ white-space: nowrap; }}
-td:first-child {{ white-space: normal; }}
-table.settings th, table.settings td {{ text-align: left; white-space: normal; }}
-figure {{ margin: 1.5em 0; }}
-figure svg {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
-dt {{ font-weight: bold; margin-top: 0.6em; }}
-dd {{ margin-left: 1.5em; }}
-.meta {{ color: #555; }}
-.claims .held b {{ color: #00734d; }}
-.claims .failed b {{ color: #b33c00; }}
-.header {{ max-width: 60em; }}
-pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
-</style>
-</head>
-<body>
-<h1>{name}</h1>
-<p class="description">{}</p>
-"#,
+        "<h1>{name}</h1>\n<p class=\"description\">{}</p>",
         escape(&scenario.description)
     );
     what_to_look_at(&mut page, &scenario.header);

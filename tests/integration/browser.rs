@@ -1,8 +1,8 @@
-//! `report.html` in a real browser: headless Chromium opens the page from its file, the test
-//! takes a screenshot and checks that it shows something, that the page asked for nothing but
-//! itself (and `data:` URLs), that it raised no console error, and that its tables fit the
-//! window's width with no name wrapped past two lines (a script evaluated in the page measures
-//! them, `Runtime.evaluate`).
+//! `report.html`, a run's and a sweep's, in a real browser: headless Chromium opens the page
+//! from its file, the test takes a screenshot and checks that it shows something, that the
+//! page asked for nothing but itself (and `data:` URLs), that it raised no console error, and
+//! that its tables fit the window's width with no name wrapped past two lines (a script
+//! evaluated in the page measures them, `Runtime.evaluate`).
 //!
 //! Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: it reads
 //! commands on its file descriptor 3 and writes answers and events on 4, each a JSON text ended
@@ -149,6 +149,39 @@ fn report(name: &str, out: &Path) -> PathBuf {
         String::from_utf8_lossy(&output.stderr)
     );
     out.join(name).join("report.html")
+}
+
+/// Runs a sweep of the bundled tuning scenario (two numeric keys and one more, so it has a
+/// Pareto front and faceted heatmaps) into `out` and gives its report's path.
+fn sweep_report(out: &Path) -> PathBuf {
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args([
+            "sweep",
+            "scenarios/tuning.toml",
+            "--grid",
+            "policy.base=50ms,200ms,800ms",
+            "--grid",
+            "policy.max_attempts=1..3",
+            "--grid",
+            "policy.jitter=none,full",
+            "--seeds",
+            "2",
+            "--require",
+            "success_rate>=0.95",
+            "--minimize",
+            "p99_ms",
+            "--out",
+        ])
+        .arg(out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("retrystorm runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out.join("tuning-sweep").join("report.html")
 }
 
 /// A `file://` URL for an absolute path.
@@ -731,6 +764,26 @@ fn a_report_of_five_policies_fits_the_page_in_chromium() {
 #[test]
 fn a_topology_report_shows_in_chromium_offline_without_errors() {
     check_report("retry-layers");
+}
+
+/// A sweep's report (the recommendation, the Pareto front and the heatmaps inline as SVG, the
+/// table of points) opens in a browser without the network and without an error, fits the
+/// page, and shows its content, as a run's does.
+#[test]
+fn a_sweep_report_shows_in_chromium_offline_without_errors() {
+    let folder = fresh("browser-sweep");
+    let page = sweep_report(&folder.join("out"));
+    let html = std::fs::read_to_string(&page).expect("report.html");
+    for part in [
+        "<h2>Recommendation</h2>",
+        "<h2>Pareto front</h2>",
+        "<h2>Heatmaps</h2>",
+        "<h2>Every point</h2>",
+        "aria-label=\"tuning: Pareto front of policy",
+    ] {
+        assert!(html.contains(part), "the sweep's report lacks {part}");
+    }
+    check_page("tuning-sweep", &page, &folder);
 }
 
 /// The browser checks can fail: a console error, an uncaught exception, an image, a fetch, a
