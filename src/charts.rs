@@ -436,6 +436,9 @@ fn draw_body<DB: DrawingBackend>(
     }
 }
 
+/// A line's points in order of x, seconds; `None` breaks the line (no data there).
+type Points = Vec<(f64, Option<f64>)>;
+
 /// One line of a panel.
 #[derive(Debug, Clone)]
 struct Series {
@@ -448,7 +451,7 @@ struct Series {
     /// no points of its own).
     block: Option<Block>,
     /// Points in order of x; `None` breaks the line (no data in that bucket).
-    points: Vec<(f64, Option<f64>)>,
+    points: Points,
 }
 
 /// A legend entry's block, for shading rather than a line.
@@ -1043,11 +1046,11 @@ struct ChartData {
     policies: Vec<PolicyData>,
     /// The entry service's capacity, requests per second, as a line through the corners of
     /// its curve ([`capacity_line`]); none where requests take no time.
-    capacity_rps: Option<Vec<(f64, Option<f64>)>>,
+    capacity_rps: Option<Points>,
     /// In a topology, every service's name and, for a service that calls nothing, its
     /// capacity (empty for a single service). A calling service's capacity is measured per
     /// policy ([`PolicyData::capacity`]).
-    services: Vec<(String, Option<Vec<(f64, Option<f64>)>>)>,
+    services: Vec<(String, Option<Points>)>,
     incidents: Vec<(f64, f64)>,
     /// The drain after the end of arrivals, seconds, if the run went on after it.
     drain: Option<(f64, f64)>,
@@ -1654,7 +1657,7 @@ fn key_entry(label: &str, colour: RGBColor, dashed: bool) -> Series {
 /// drawn as a vertical step at the instant it happens, a ramp as the stairs of the workers it
 /// adds or loses. `None` where requests take no time (no finite capacity, as `capacity_rps`
 /// in the CSVs is empty there).
-fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Vec<(f64, Option<f64>)>> {
+fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Points> {
     let mean_us = service.mean_service_us();
     if mean_us <= 0.0 {
         return None;

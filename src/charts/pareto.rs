@@ -247,6 +247,9 @@ fn draw<DB: DrawingBackend>(
     Ok(())
 }
 
+/// A point on the page, in pixels.
+type Pixel = (i32, i32);
+
 /// A box on the page, in pixels: left, top, right, bottom.
 type PixelBox = (i32, i32, i32, i32);
 
@@ -255,7 +258,7 @@ fn overlap(a: PixelBox, b: PixelBox) -> bool {
 }
 
 /// The point of `label` nearest to `mark`: where a leader line from the mark ends.
-fn nearest(label: PixelBox, mark: (i32, i32)) -> (i32, i32) {
+fn nearest(label: PixelBox, mark: Pixel) -> Pixel {
     (
         mark.0.clamp(label.0, label.2),
         mark.1.clamp(label.1, label.3),
@@ -280,7 +283,7 @@ struct PlacedLabel {
     kind: LabelKind,
     text: String,
     at: Option<PixelBox>,
-    leader: Option<(i32, i32)>,
+    leader: Option<Pixel>,
 }
 
 /// The radius of each mark as drawn: another point, one that meets the requirements, one of
@@ -301,9 +304,9 @@ const SHARED_LABEL_PX: i32 = 10;
 /// label that finds none is left out, and the chart names it above the plot.
 fn layout(
     data: &ParetoData,
-    pixel: &dyn Fn((f64, f64)) -> (i32, i32),
+    pixel: &dyn Fn((f64, f64)) -> Pixel,
     measure: &dyn Fn(&str) -> (i32, i32),
-    line: &dyn Fn((Axis, f64)) -> ((i32, i32), (i32, i32)),
+    line: &dyn Fn((Axis, f64)) -> (Pixel, Pixel),
     plot: PixelBox,
 ) -> Vec<PlacedLabel> {
     let finite =
@@ -333,8 +336,8 @@ fn layout(
     let mut labels: Vec<PlacedLabel> = Vec::new();
     let mut place = |kind: LabelKind,
                      text: String,
-                     mark: Option<((i32, i32), i32)>,
-                     candidates: Vec<(i32, i32)>,
+                     mark: Option<(Pixel, i32)>,
+                     candidates: Vec<Pixel>,
                      taken: &mut Vec<PixelBox>| {
         let (width, height) = measure(&text);
         let free = candidates
@@ -393,10 +396,10 @@ fn layout(
         .filter(|&point| finite(point) && Some(point) != chosen)
         .collect();
     if data.front.len() <= 25 {
-        let mut groups: Vec<((i32, i32), Vec<usize>)> = Vec::new();
+        let mut groups: Vec<(Pixel, Vec<usize>)> = Vec::new();
         for point in front {
             let at = pixel(data.points[point]);
-            let near = |(x, y): (i32, i32)| {
+            let near = |(x, y): Pixel| {
                 (x - at.0).abs() < SHARED_LABEL_PX && (y - at.1).abs() < SHARED_LABEL_PX
             };
             match groups.iter_mut().find(|(place, _)| near(*place)) {
@@ -440,7 +443,7 @@ fn layout(
 
 /// Places for a label of `size` around a mark at `centre` of `radius`, nearest first: right,
 /// left, above, below and the four corners, then the same farther out, step by step.
-fn around(centre: (i32, i32), radius: i32, (width, height): (i32, i32)) -> Vec<(i32, i32)> {
+fn around(centre: Pixel, radius: i32, (width, height): (i32, i32)) -> Vec<Pixel> {
     let (x, y) = centre;
     (0..8)
         .flat_map(|step| {
@@ -462,11 +465,7 @@ fn around(centre: (i32, i32), radius: i32, (width, height): (i32, i32)) -> Vec<(
 /// Places for a requirement's label of `size` beside its line from `start` (its lower or left
 /// end) to `end`: right of (or above) the line, then left of (or below) it, sliding from the
 /// start along the line.
-fn along(
-    axis: Axis,
-    (start, end): ((i32, i32), (i32, i32)),
-    (width, height): (i32, i32),
-) -> Vec<(i32, i32)> {
+fn along(axis: Axis, (start, end): (Pixel, Pixel), (width, height): (i32, i32)) -> Vec<Pixel> {
     let steps = 24;
     (0..=steps)
         .flat_map(|step| {
