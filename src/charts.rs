@@ -326,24 +326,22 @@ fn draw_overview<DB: DrawingBackend>(
     }
     // The charts with something to show share the sheet: four in quarters, three as two
     // above one as wide as the sheet, two side by side; the others are named in a line.
-    let (shown, empty): (Vec<Chart>, Vec<Chart>) = [
+    let mut shown = Vec::new();
+    let mut left_out = Vec::new();
+    for chart in [
         Chart::Load,
         Chart::Latency,
         Chart::Duplicates,
         Chart::Goodput,
-    ]
-    .into_iter()
-    .partition(|&chart| data.nothing_to_show(chart).is_none());
-    let rest = if empty.is_empty() {
+    ] {
+        match data.nothing_to_show(chart) {
+            None => shown.push(chart),
+            Some(why) => left_out.push(format!("{} ({why})", chart.name())),
+        }
+    }
+    let rest = if left_out.is_empty() {
         rest
     } else {
-        let left_out: Vec<String> = empty
-            .iter()
-            .filter_map(|&chart| {
-                let why = data.nothing_to_show(chart)?;
-                Some(format!("{} ({why})", chart.name()))
-            })
-            .collect();
         root.draw(&Text::new(
             format!("Not drawn, with nothing to show: {}.", left_out.join("; ")),
             (16, 100),
@@ -779,8 +777,9 @@ fn hatch<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     let height = bottom - top;
     let step = ((12.0 * scale) as i32).max(4);
-    // The line from (start, bottom) rises one pixel per pixel to the right; `rise` of it lies
-    // in the box from `left - start` (or 0) to `right - start` (or its height).
+    // The line from (start, bottom) rises a pixel per pixel to the right: it is in the box
+    // from `low` pixels up (where it crosses `left`, or the bottom) to `high` (where it
+    // crosses `right`, or the top).
     let mut start = left - height;
     while start < right {
         let low = (left - start).max(0);
@@ -1316,14 +1315,7 @@ impl ChartData {
         let mut series = self.rate_per_policy(|policy| &policy.attempts);
         // No line and no legend entry where the capacity has no bound (requests take no time).
         if let Some(points) = &self.capacity_rps {
-            series.push(Series {
-                label: "upstream capacity".into(),
-                colour: CAPACITY,
-                dashed: true,
-                reference: true,
-                block: None,
-                points: points.clone(),
-            });
+            series.push(capacity_series("upstream capacity", points));
         }
         // A rate limit is drawn where it binds: where some policy's load reaches it.
         let peak = self
@@ -1400,14 +1392,7 @@ impl ChartData {
                     }
                 }
                 if let Some(points) = capacity {
-                    series.push(Series {
-                        label: String::new(),
-                        colour: CAPACITY,
-                        dashed: true,
-                        reference: true,
-                        block: None,
-                        points: points.clone(),
-                    });
+                    series.push(capacity_series("", points));
                 }
                 Panel {
                     y_label: format!("{name}: requests/s"),
@@ -1637,6 +1622,19 @@ impl ChartData {
             note: None,
             key: Vec::new(),
         }
+    }
+}
+
+/// A service's capacity from the scenario's curve ([`capacity_line`]), dashed grey, labelled
+/// `label` in the legend (no entry if empty).
+fn capacity_series(label: &str, points: &Points) -> Series {
+    Series {
+        label: label.to_string(),
+        colour: CAPACITY,
+        dashed: true,
+        reference: true,
+        block: None,
+        points: points.clone(),
     }
 }
 
