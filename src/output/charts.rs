@@ -17,7 +17,7 @@
 
 mod svg_text;
 
-pub(crate) use svg_text::outline_text;
+pub(crate) use svg_text::{outline_text, text_width};
 
 use std::fmt;
 use std::str::FromStr;
@@ -32,6 +32,7 @@ use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::downtime::merge_close;
 use crate::model::ServiceModel;
 use crate::run::ScenarioRun;
+use crate::vocabulary::counts::ServiceBucket;
 use crate::vocabulary::outcome::FailureReason;
 
 /// Size of a single chart, in pixels.
@@ -54,6 +55,10 @@ pub(crate) const CAPACITY: RGBColor = RGBColor(120, 120, 120);
 /// Limits the scenario sets (a rate limit, a deadline), drawn where the data reaches them.
 const LIMIT: RGBColor = RGBColor(180, 30, 30);
 const INCIDENT: RGBColor = RGBColor(232, 232, 232);
+/// The hatching of the drain.
+const DRAIN: RGBColor = RGBColor(190, 190, 190);
+/// The lines of a legend's key, which stand for a style in any policy's colour.
+const KEY: RGBColor = RGBColor(60, 60, 60);
 pub(crate) const FONT: &str = "sans-serif";
 
 /// The colour of the policy at `index`.
@@ -109,7 +114,7 @@ pub enum Chart {
     Duplicates,
     /// Operations succeeded per second, and failures per second by reason.
     Goodput,
-    /// The four above on one sheet.
+    /// The four above on one sheet, but those with nothing to show.
     Overview,
 }
 
@@ -168,6 +173,12 @@ pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>
         format,
         chart.name(),
     )
+}
+
+/// Why `chart` of `run` has nothing to show (the sentence its picture holds instead of axes),
+/// or `None` if it has something: a page can say so in a line rather than show the picture.
+pub fn nothing_to_show(run: &ScenarioRun, chart: Chart) -> Option<String> {
+    ChartData::new(run).nothing_to_show(chart)
 }
 
 /// Something that draws itself on any plotters backend: a chart, a heatmap, a Pareto front.
@@ -303,21 +314,51 @@ fn draw_overview<DB: DrawingBackend>(
         (16, 10),
         (FONT, 36.0).into_font().style(FontStyle::Bold),
     ))?;
-    for (line, text) in wrap(&data.description, 150).iter().take(2).enumerate() {
+    let lines = wrap(&data.description, |line| line.chars().count() <= 150);
+    for (line, text) in lines.iter().take(2).enumerate() {
         root.draw(&Text::new(
             text.clone(),
             (16, 54 + 22 * line as i32),
             (FONT, 20.0).into_font(),
         ))?;
     }
-    let quarters = rest.split_evenly((2, 2));
-    let charts = [
+    // The charts with something to show share the sheet: four in quarters, three as two
+    // above one as wide as the sheet, two side by side; the others are named in a line.
+    let mut shown = Vec::new();
+    let mut left_out = Vec::new();
+    for chart in [
         Chart::Load,
         Chart::Latency,
         Chart::Duplicates,
         Chart::Goodput,
-    ];
-    for (area, chart) in quarters.iter().zip(charts) {
+    ] {
+        match data.nothing_to_show(chart) {
+            None => shown.push(chart),
+            Some(why) => left_out.push(format!("{} ({why})", chart.name())),
+        }
+    }
+    let rest = if left_out.is_empty() {
+        rest
+    } else {
+        root.draw(&Text::new(
+            format!("Not drawn, with nothing to show: {}.", left_out.join("; ")),
+            (16, 100),
+            (FONT, 18.0).into_font().color(&RGBColor(90, 90, 90)),
+        ))?;
+        rest.split_vertically(28).1
+    };
+    let areas = match shown.len() {
+        4 => rest.split_evenly((2, 2)),
+        3 => {
+            let height = rest.dim_in_pixel().1;
+            let (top, bottom) = rest.split_vertically(height / 2);
+            let mut areas = top.split_evenly((1, 2));
+            areas.push(bottom);
+            areas
+        }
+        count => rest.split_evenly((1, count.max(1))),
+    };
+    for (area, chart) in areas.iter().zip(shown) {
         let area = area.margin(4, 4, 8, 8);
         area.draw(&Text::new(
             capitalised(chart_title(chart, data)),
@@ -338,12 +379,13 @@ fn capitalised(text: &str) -> String {
         .unwrap_or_default()
 }
 
-/// Splits `text` into lines of at most about `width` characters, at spaces.
-fn wrap(text: &str, width: usize) -> Vec<String> {
+/// Splits `text` into lines at spaces, each as long as `fits` allows (a word that does not
+/// fit alone is a line of its own).
+pub(crate) fn wrap(text: &str, fits: impl Fn(&str) -> bool) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     for word in text.split_whitespace() {
         match lines.last_mut() {
-            Some(line) if line.len() + 1 + word.len() <= width => {
+            Some(line) if fits(&format!("{line} {word}")) => {
                 line.push(' ');
                 line.push_str(word);
             }
@@ -372,14 +414,26 @@ fn draw_body<DB: DrawingBackend>(
         Chart::Latency => draw_panel(area, &data.latency_panel(), scale),
         Chart::Duplicates => draw_panel(area, &data.duplicates_panel(), scale),
         Chart::Goodput => {
+            // Without failures the goodput takes the whole area, and says there were none.
+            let failures = data.failures_panel();
+            if failures.is_empty() {
+                let goodput = Panel {
+                    note: failures.empty_note,
+                    ..data.goodput_panel()
+                };
+                return draw_panel(area, &goodput, scale);
+            }
             let (_, height) = area.dim_in_pixel();
             let (top, bottom) = area.split_vertically(height / 2);
             draw_panel(&top, &data.goodput_panel(), scale)?;
-            draw_panel(&bottom, &data.failures_panel(), scale)
+            draw_panel(&bottom, &failures, scale)
         }
         Chart::Overview => unreachable!("the overview is drawn from the other charts"),
     }
 }
+
+/// A line's points in order of x, seconds; `None` breaks the line (no data there).
+type Points = Vec<(f64, Option<f64>)>;
 
 /// One line of a panel.
 #[derive(Debug, Clone)]
@@ -389,10 +443,20 @@ struct Series {
     dashed: bool,
     /// A reference line (a capacity), not data: see [`Panel::reference_headroom`].
     reference: bool,
-    /// A legend entry for the outage bands (drawn as a block, with no points of its own).
-    band: bool,
+    /// A legend entry for shading rather than a line (drawn as a block of that shading, with
+    /// no points of its own).
+    block: Option<Block>,
     /// Points in order of x; `None` breaks the line (no data in that bucket).
-    points: Vec<(f64, Option<f64>)>,
+    points: Points,
+}
+
+/// A legend entry's block, for shading rather than a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Block {
+    /// Filled in the entry's colour: a service down after a crash.
+    Filled,
+    /// Hatched in the entry's colour: the drain ([`Panel::drain`]).
+    Hatched,
 }
 
 /// One plot: axes, shaded incident windows and lines.
@@ -411,10 +475,19 @@ struct Panel {
     series: Vec<Series>,
     /// Time ranges to shade, seconds.
     incidents: Vec<(f64, f64)>,
+    /// The drain, seconds: from the end of arrivals (`duration`) to the end of the plot, while
+    /// the operations started before it finish. Only the slow ones are left, so latency climbs
+    /// and load falls as in an incident: it is hatched and labelled as what it is.
+    drain: Option<(f64, f64)>,
     /// When a service was down after crashing under overload, per policy.
     outages: Vec<Outage>,
     /// What to say instead of drawing empty axes, when no series has a value above zero.
     empty_note: Option<String>,
+    /// A sentence under the legend: what the plot leaves out (lines at zero all run long).
+    note: Option<String>,
+    /// Legend entries that stand for a style rather than a line of their own (no points),
+    /// after the lines' own entries: a key to what a colour or a dash means.
+    key: Vec<Series>,
 }
 
 impl Panel {
@@ -422,7 +495,7 @@ impl Panel {
     fn is_empty(&self) -> bool {
         self.series
             .iter()
-            .filter(|series| !series.reference && !series.band)
+            .filter(|series| !series.reference && series.block.is_none())
             .flat_map(|series| series.points.iter())
             .all(|(_, value)| value.is_none_or(|value| value <= 0.0))
     }
@@ -490,13 +563,24 @@ fn draw_panel<DB: DrawingBackend>(
         ));
     }
     let mut entries = panel.series.clone();
+    entries.extend(panel.key.iter().cloned());
     if !panel.outages.is_empty() {
         entries.push(Series {
             label: "down after a crash (a row per policy)".into(),
             colour: CAPACITY,
             dashed: false,
             reference: false,
-            band: true,
+            block: Some(Block::Filled),
+            points: Vec::new(),
+        });
+    }
+    if panel.drain.is_some() {
+        entries.push(Series {
+            label: "drain: operations started before the end finishing".into(),
+            colour: DRAIN,
+            dashed: false,
+            reference: false,
+            block: Some(Block::Hatched),
             points: Vec::new(),
         });
     }
@@ -506,8 +590,34 @@ fn draw_panel<DB: DrawingBackend>(
         Vec::new()
     };
     let row_height = (22.0 * scale) as u32;
-    let (legend, plot) = area.split_vertically(row_height * legend_rows.len() as u32 + 6);
+    // The note, in lines as wide as the legend's rows.
+    let note_font = (FONT, font_size(16.0, scale))
+        .into_font()
+        .color(&RGBColor(90, 90, 90));
+    let room = area
+        .dim_in_pixel()
+        .0
+        .saturating_sub((LEGEND_LEFT * scale) as u32);
+    let note = panel.note.as_deref().map_or_else(Vec::new, |note| {
+        wrap(note, |line| {
+            area.estimate_text_size(line, &note_font)
+                .is_ok_and(|(width, _)| width <= room)
+        })
+    });
+    let rows = (legend_rows.len() + note.len()) as u32;
+    let (legend, plot) = area.split_vertically(row_height * rows + 6);
     draw_legend(&legend, &entries, &legend_rows, scale)?;
+    for (index, line) in note.into_iter().enumerate() {
+        let row = (legend_rows.len() + index) as f64;
+        legend.draw(&Text::new(
+            line,
+            (
+                (LEGEND_LEFT * scale) as i32,
+                (row * 22.0 * scale + 3.0 * scale) as i32,
+            ),
+            note_font.clone(),
+        ))?;
+    }
     let data = panel.plot_data();
     let x_end = data.x_end;
     let label_font = (FONT, font_size(18.0, scale)).into_font();
@@ -529,6 +639,7 @@ fn draw_panel<DB: DrawingBackend>(
             .label_style(axis_font.clone())
             .axis_desc_style(label_font.clone())
             .light_line_style(RGBColor(240, 240, 240))
+            .x_label_formatter(&|value| seconds_tick(*value))
             .y_label_formatter(&|value| compact(*value))
             .draw()?;
         for (start, end) in &data.incidents {
@@ -536,6 +647,9 @@ fn draw_panel<DB: DrawingBackend>(
                 [(*start, low), (*end, high)],
                 INCIDENT.filled(),
             )])?;
+        }
+        if let Some(drain) = panel.drain {
+            draw_drain(&chart, drain, low, scale)?;
         }
         let at = |share: f64| low * (high / low).powf(share);
         let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
@@ -553,6 +667,7 @@ fn draw_panel<DB: DrawingBackend>(
     } else {
         let high = data.linear_top();
         let mut chart = builder.build_cartesian_2d(0.0..x_end, 0.0..high)?;
+        let height = chart.plotting_area().dim_in_pixel().1;
         chart
             .configure_mesh()
             .x_desc(if panel.time_label { "time (s)" } else { "" })
@@ -560,6 +675,8 @@ fn draw_panel<DB: DrawingBackend>(
             .label_style(axis_font)
             .axis_desc_style(label_font)
             .light_line_style(RGBColor(240, 240, 240))
+            .x_label_formatter(&|value| seconds_tick(*value))
+            .y_labels(y_ticks(high, data.whole, height, scale))
             .y_label_formatter(&|value| compact(*value))
             .draw()?;
         for (start, end) in &data.incidents {
@@ -567,6 +684,9 @@ fn draw_panel<DB: DrawingBackend>(
                 [(*start, 0.0), (*end, high)],
                 INCIDENT.filled(),
             )])?;
+        }
+        if let Some(drain) = panel.drain {
+            draw_drain(&chart, drain, 0.0, scale)?;
         }
         let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
         for outage in merged_at(&panel.outages, pixel_s) {
@@ -597,6 +717,80 @@ fn draw_panel<DB: DrawingBackend>(
         }
         draw_series(&mut chart, &panel.series, scale)
     }
+}
+
+/// A time axis's tick, in seconds: whole seconds without decimals (`20`, not `20.0`), others
+/// with the few they need (`2.5`).
+fn seconds_tick(seconds: f64) -> String {
+    let text = format!("{seconds:.3}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// How many ticks at most a linear y axis from 0 to `top`, `height` pixels high, asks plotters
+/// for: plotters' default of 10, fewer where they would be closer than 30 pixels (at `scale`),
+/// and, for values that are all whole (counts), no more than the whole numbers in the range:
+/// plotters then steps by 1, 2, 5, ... and never puts a tick at 0.5 on a count.
+fn y_ticks(top: f64, whole: bool, height: u32, scale: f64) -> usize {
+    let fit = ((f64::from(height) / (30.0 * scale)) as usize).clamp(2, 10);
+    if whole {
+        (top.floor() as usize + 1).clamp(2, fit)
+    } else {
+        fit
+    }
+}
+
+/// Hatches the drain, `start` to `end` seconds, over the whole height of `chart`'s plot, with a
+/// line where it starts; `y` is any value of the y axis (only x is read).
+fn draw_drain<DB, Y>(
+    chart: &ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    (start, end): (f64, f64),
+    y: f64,
+    scale: f64,
+) -> DrawResult<DB>
+where
+    DB: DrawingBackend,
+    Y: Ranged<ValueType = f64>,
+{
+    let area = chart.plotting_area();
+    let (columns, rows) = area.get_pixel_range();
+    let pixel = |seconds: f64| chart.backend_coord(&(seconds, y)).0 - columns.start;
+    let plot = area.strip_coord_spec();
+    let (left, right) = (pixel(start), pixel(end));
+    let (top, bottom) = (0, rows.end - rows.start);
+    hatch(&plot, (left, right), (top, bottom), scale, DRAIN)?;
+    plot.draw(&PathElement::new(
+        vec![(left, top), (left, bottom)],
+        DRAIN.stroke_width(1),
+    ))
+}
+
+/// Diagonal lines, rising to the right, `12 * scale` pixels apart, filling the box from
+/// `left` to `right` and `top` to `bottom` (pixels of `area`) and no further.
+fn hatch<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    (left, right): (i32, i32),
+    (top, bottom): (i32, i32),
+    scale: f64,
+    colour: RGBColor,
+) -> DrawResult<DB> {
+    let height = bottom - top;
+    let step = ((12.0 * scale) as i32).max(4);
+    // The line from (start, bottom) rises a pixel per pixel to the right: it is in the box
+    // from `low` pixels up (where it crosses `left`, or the bottom) to `high` (where it
+    // crosses `right`, or the top).
+    let mut start = left - height;
+    while start < right {
+        let low = (left - start).max(0);
+        let high = (right - start).min(height);
+        if low < high {
+            area.draw(&PathElement::new(
+                vec![(start + low, bottom - low), (start + high, bottom - high)],
+                colour.stroke_width(1),
+            ))?;
+        }
+        start += step;
+    }
+    Ok(())
 }
 
 /// A font size scaled to whole pixels: fractional sizes space glyphs unevenly.
@@ -691,7 +885,7 @@ fn marker<DB: DrawingBackend, C: Copy + 'static>(
 impl Series {
     /// The policy whose data this line is (its colour is the policy's), if any.
     fn policy(&self) -> Option<usize> {
-        if self.reference || self.band {
+        if self.reference || self.block.is_some() {
             return None;
         }
         PALETTE.iter().position(|colour| *colour == self.colour)
@@ -771,24 +965,32 @@ fn draw_legend<DB: DrawingBackend>(
         for &index in entries {
             let line = &series[index];
             let style = line.colour.stroke_width((2.0 * scale).max(1.0) as u32);
-            let sample = [(x, y), (x + (30.0 * scale) as i32, y)];
-            if line.band {
-                let half = (5.0 * scale) as i32;
-                area.draw(&Rectangle::new(
-                    [(x, y - half), (x + (30.0 * scale) as i32, y + half)],
-                    line.colour.filled(),
-                ))?;
-            } else if line.dashed {
-                area.draw(&PathElement::new(
-                    vec![sample[0], (x + (12.0 * scale) as i32, y)],
-                    style,
-                ))?;
-                area.draw(&PathElement::new(
-                    vec![(x + (18.0 * scale) as i32, y), sample[1]],
-                    style,
-                ))?;
-            } else {
-                area.draw(&PathElement::new(sample.to_vec(), style))?;
+            let half = (5.0 * scale) as i32;
+            let right = x + (30.0 * scale) as i32;
+            match line.block {
+                Some(Block::Filled) => {
+                    area.draw(&Rectangle::new(
+                        [(x, y - half), (right, y + half)],
+                        line.colour.filled(),
+                    ))?;
+                }
+                Some(Block::Hatched) => {
+                    hatch(area, (x, right), (y - half, y + half), scale, line.colour)?;
+                    area.draw(&Rectangle::new(
+                        [(x, y - half), (right, y + half)],
+                        line.colour.stroke_width(1),
+                    ))?;
+                }
+                // Three dashes, so that the gaps show on both sides of a marker.
+                None if line.dashed => {
+                    for (from, to) in [(0.0, 7.0), (11.5, 18.5), (23.0, 30.0)] {
+                        area.draw(&PathElement::new(
+                            vec![(x + (from * scale) as i32, y), (x + (to * scale) as i32, y)],
+                            style,
+                        ))?;
+                    }
+                }
+                None => area.draw(&PathElement::new(vec![(x, y), (right, y)], style))?,
             }
             if let Some(policy) = line.policy() {
                 let size = (4.0 * scale).max(2.0) as i32;
@@ -812,6 +1014,8 @@ struct PlotData {
     x_end: f64,
     max: f64,
     min_positive: f64,
+    /// Every value of the data (not of reference lines) is a whole number: a count.
+    whole: bool,
     incidents: Vec<(f64, f64)>,
 }
 
@@ -837,16 +1041,21 @@ struct ChartData {
     /// Bucket start times, seconds.
     times: Vec<f64>,
     policies: Vec<PolicyData>,
-    /// The entry service's capacity per bucket, requests per second.
-    capacity_rps: Vec<Option<f64>>,
+    /// The entry service's capacity, requests per second, as a line through the corners of
+    /// its curve ([`capacity_line`]); none where requests take no time.
+    capacity_rps: Option<Points>,
     /// In a topology, every service's name and, for a service that calls nothing, its
     /// capacity (empty for a single service). A calling service's capacity is measured per
     /// policy ([`PolicyData::capacity`]).
-    services: Vec<(String, Option<Vec<Option<f64>>>)>,
+    services: Vec<(String, Option<Points>)>,
     incidents: Vec<(f64, f64)>,
+    /// The drain after the end of arrivals, seconds, if the run went on after it.
+    drain: Option<(f64, f64)>,
     outages: Vec<Outage>,
     /// Whether any endpoint writes (is not idempotent): only then can a write be duplicated.
     writes: bool,
+    /// The methods of the operations, each once, in the scenario's order.
+    methods: Vec<String>,
     /// The entry service's rate limit for all clients together, requests per second.
     rate_limit_rps: Option<f64>,
 }
@@ -857,7 +1066,8 @@ struct PolicyData {
     /// In a topology, the requests sent to each service per bucket.
     requests: Vec<Vec<f64>>,
     /// In a topology, each calling service's measured capacity per bucket (requests per
-    /// second; `None` for a leaf, whose capacity is the scenario's).
+    /// second; `None` for a leaf, whose capacity is the scenario's), only in buckets where it
+    /// means something ([`measured_capacity`]).
     capacity: Vec<Option<Vec<Option<f64>>>>,
     p50_ms: Vec<Option<f64>>,
     p99_ms: Vec<Option<f64>>,
@@ -918,7 +1128,7 @@ impl ChartData {
                                     service
                                         .buckets
                                         .iter()
-                                        .map(|b| b.capacity_rps(false, model.mean_service_us()))
+                                        .map(|b| measured_capacity(b, bucket, model))
                                         .collect()
                                 })
                             })
@@ -955,17 +1165,8 @@ impl ChartData {
                 }
             })
             .collect();
-        // Capacity at the middle of each bucket; none (no line) where requests take no time,
-        // as `capacity_rps` in the CSVs is empty there: it has no bound.
-        let capacity_rps = |service: &ServiceModel| -> Vec<Option<f64>> {
-            let mean_us = service.mean_service_us();
-            (0..buckets as u64)
-                .map(|index| {
-                    let workers = service.capacity.available(index * bucket + bucket / 2);
-                    (mean_us > 0.0).then(|| workers as f64 * MICROS_PER_SECOND as f64 / mean_us)
-                })
-                .collect()
-        };
+        // The end of the last bucket: the charts' time axis covers every bucket whole.
+        let end_s = buckets as f64 * bucket_s;
         let end = buckets as u64 * bucket;
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
         // The incident the summary measures, one that does not end closed at the chart's end.
@@ -997,7 +1198,7 @@ impl ChartData {
             bucket_s,
             times,
             policies,
-            capacity_rps: capacity_rps(run.model.entry_service()),
+            capacity_rps: capacity_line(run.model.entry_service(), end_s),
             services: if run.has_topology() {
                 run.model
                     .services
@@ -1006,13 +1207,16 @@ impl ChartData {
                         // A calling service's throughput depends on how long its calls take,
                         // so workers / own service time would overstate it: no line.
                         let leaf = service.calls.is_empty();
-                        (service.name.clone(), leaf.then(|| capacity_rps(service)))
+                        let line = leaf.then(|| capacity_line(service, end_s)).flatten();
+                        (service.name.clone(), line)
                     })
                     .collect()
             } else {
                 Vec::new()
             },
             incidents,
+            drain: (end_s > seconds(run.model.duration))
+                .then(|| (seconds(run.model.duration), end_s)),
             outages,
             writes: run
                 .model
@@ -1020,6 +1224,18 @@ impl ChartData {
                 .endpoints
                 .iter()
                 .any(|endpoint| !endpoint.idempotent_method),
+            methods: run
+                .scenario
+                .clients
+                .operations
+                .iter()
+                .map(|operation| operation.method.get_ref().clone())
+                .fold(Vec::new(), |mut methods, method| {
+                    if !methods.contains(&method) {
+                        methods.push(method);
+                    }
+                    methods
+                }),
             rate_limit_rps: run
                 .model
                 .entry_service()
@@ -1028,6 +1244,17 @@ impl ChartData {
                 .filter(|limit| !limit.per_client)
                 .map(|limit| limit.rate),
         }
+    }
+
+    /// Why `chart` has nothing to show, in its sentence, or `None` if it has something.
+    fn nothing_to_show(&self, chart: Chart) -> Option<String> {
+        let panel = match chart {
+            Chart::Latency => self.latency_panel(),
+            Chart::Duplicates => self.duplicates_panel(),
+            Chart::Load | Chart::Goodput | Chart::Overview => return None,
+        };
+        let empty = panel.is_empty();
+        panel.empty_note.filter(|_| empty)
     }
 
     fn series(
@@ -1042,7 +1269,7 @@ impl ChartData {
             colour,
             dashed,
             reference: false,
-            band: false,
+            block: None,
             points: self.times.iter().copied().zip(values).collect(),
         }
     }
@@ -1085,13 +1312,8 @@ impl ChartData {
     fn load_panel(&self) -> Panel {
         let mut series = self.rate_per_policy(|policy| &policy.attempts);
         // No line and no legend entry where the capacity has no bound (requests take no time).
-        if self.capacity_rps.iter().any(Option::is_some) {
-            series.push(self.series(
-                "upstream capacity".into(),
-                CAPACITY,
-                true,
-                self.capacity_rps.iter().copied(),
-            ));
+        if let Some(points) = &self.capacity_rps {
+            series.push(capacity_series("upstream capacity", points));
         }
         // A rate limit is drawn where it binds: where some policy's load reaches it.
         let peak = self
@@ -1114,18 +1336,44 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: None,
+            note: None,
+            key: Vec::new(),
         }
     }
 
     /// In a topology, one panel per service: the requests its callers sent it per second, per
     /// policy, with its capacity, dashed: grey for a service that calls nothing, in the
     /// policy's colour for a calling service, whose capacity each policy's run measured (its
-    /// workers are held for their calls). Only the first panel has the legend (the colours are
-    /// the same in all) and only the last the time axis's label.
+    /// workers are held for their calls) where it means something ([`measured_capacity`]).
+    /// Only the first panel has the legend (the colours are the same in all), with a key to
+    /// both kinds of capacity, and only the last the time axis's label.
     fn service_load_panels(&self) -> Vec<Panel> {
         let last = self.services.len().saturating_sub(1);
+        let mut key = Vec::new();
+        if self.services.iter().any(|(_, capacity)| capacity.is_some()) {
+            key.push(key_entry(
+                "capacity (workers / service time)",
+                CAPACITY,
+                true,
+            ));
+        }
+        let measured = self.policies.iter().any(|policy| {
+            policy
+                .capacity
+                .iter()
+                .flatten()
+                .any(|line| line.iter().any(Option::is_some))
+        });
+        if measured {
+            key.push(key_entry(
+                "in a policy's colour: a calling service's capacity as measured (workers / mean time held), where they were held at least half the time",
+                KEY,
+                true,
+            ));
+        }
         self.services
             .iter()
             .enumerate()
@@ -1141,9 +1389,9 @@ impl ChartData {
                         ));
                     }
                 }
-                let label = if service == 0 { "capacity" } else { "" };
-                let fixed = capacity.iter().flatten().copied();
-                series.push(self.reference(label.into(), CAPACITY, fixed));
+                if let Some(points) = capacity {
+                    series.push(capacity_series("", points));
+                }
                 Panel {
                     y_label: format!("{name}: requests/s"),
                     log_y: false,
@@ -1152,8 +1400,15 @@ impl ChartData {
                     reference_headroom: Some(2.0),
                     series,
                     incidents: self.incidents.clone(),
+                    drain: self.drain,
                     outages: self.outages.clone(),
                     empty_note: None,
+                    note: None,
+                    key: if service == 0 {
+                        key.clone()
+                    } else {
+                        Vec::new()
+                    },
                 }
             })
             .collect()
@@ -1163,19 +1418,10 @@ impl ChartData {
         let mut series = Vec::new();
         for (index, policy) in self.policies.iter().enumerate() {
             let colour = policy_colour(index);
-            series.push(self.series(
-                format!("{} p99", policy.name),
-                colour,
-                false,
-                policy.p99_ms.iter().copied(),
-            ));
-            series.push(self.series(
-                format!("{} p50", policy.name),
-                colour,
-                true,
-                policy.p50_ms.iter().copied(),
-            ));
+            series.push(self.series(String::new(), colour, false, policy.p99_ms.iter().copied()));
+            series.push(self.series(String::new(), colour, true, policy.p50_ms.iter().copied()));
         }
+        let mut key = self.policy_key(0..self.policies.len(), ("p99", "p50"));
         // Each deadline where it binds: where some policy's p99 comes within half of it.
         let slowest = self
             .policies
@@ -1191,11 +1437,13 @@ impl ChartData {
         deadlines.sort_by(f64::total_cmp);
         deadlines.dedup();
         for deadline in deadlines {
+            let label = format!(
+                "deadline ({})",
+                crate::base::time::Duration((deadline * 1000.0) as u64)
+            );
+            key.push(key_entry(&label, LIMIT, true));
             series.push(self.reference(
-                format!(
-                    "deadline ({})",
-                    crate::base::time::Duration((deadline * 1000.0) as u64)
-                ),
+                String::new(),
                 LIMIT,
                 self.times.iter().map(|_| Some(deadline)),
             ));
@@ -1208,8 +1456,11 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some("no operation succeeded in any policy".into()),
+            note: None,
+            key,
         }
     }
 
@@ -1223,26 +1474,46 @@ impl ChartData {
                 })
                 .collect()
         };
+        // Lines that stay at zero all run long would hide each other along the axis: they are
+        // named in a note instead of drawn.
         let mut series = Vec::new();
+        let mut drawn = Vec::new();
+        let mut at_zero: [Vec<String>; 2] = Default::default();
         for (index, policy) in self.policies.iter().enumerate() {
             let colour = policy_colour(index);
-            series.push(self.series(
-                format!("{} duplicate writes", policy.name),
-                colour,
-                false,
-                cumulative(&policy.duplicate_writes).into_iter(),
-            ));
-            series.push(self.series(
-                format!("{} unknown results", policy.name),
-                colour,
-                true,
-                cumulative(&policy.unknown_results).into_iter(),
-            ));
+            let counts = [&policy.duplicate_writes, &policy.unknown_results];
+            for (kind, counts) in counts.into_iter().enumerate() {
+                if counts.iter().all(|count| *count == 0) {
+                    at_zero[kind].push(format!("\"{}\"", policy.name));
+                    continue;
+                }
+                series.push(self.series(
+                    String::new(),
+                    colour,
+                    kind == 1,
+                    cumulative(counts).into_iter(),
+                ));
+                if drawn.last() != Some(&index) {
+                    drawn.push(index);
+                }
+            }
         }
+        let key = self.policy_key(drawn.into_iter(), ("duplicate writes", "unknown results"));
+        let zero: Vec<String> = ["duplicate writes", "unknown results"]
+            .iter()
+            .zip(&at_zero)
+            .filter(|(_, policies)| !policies.is_empty())
+            .map(|(what, policies)| format!("{what} of {}", policies.join(", ")))
+            .collect();
+        let note = (!zero.is_empty())
+            .then(|| format!("at zero all run long, not drawn: {}", zero.join("; ")));
         let empty_note = if self.writes {
-            "no duplicate writes and no unknown results in any policy"
+            "no duplicate writes and no unknown results in any policy".to_string()
         } else {
-            "no writes in this scenario: every operation is idempotent, so none can be duplicated"
+            format!(
+                "nothing can be duplicated: every operation is a {}, which is idempotent, so no retry can write twice",
+                self.methods.join(" or ")
+            )
         };
         Panel {
             y_label: "operations (cumulative)".into(),
@@ -1252,9 +1523,36 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
-            empty_note: Some(empty_note.into()),
+            empty_note: Some(empty_note),
+            note,
+            key,
         }
+    }
+
+    /// The legend of a panel that draws two lines per policy, solid and dashed, for two
+    /// measures (`solid`, `dashed`): one entry per policy of `policies` (its colour and
+    /// marker) and a key to the two styles, instead of an entry per line, whose swatches would
+    /// tell solid from dashed only by their dashes.
+    fn policy_key(
+        &self,
+        policies: impl Iterator<Item = usize>,
+        (solid, dashed): (&str, &str),
+    ) -> Vec<Series> {
+        let mut key: Vec<Series> = policies
+            .map(|index| Series {
+                label: self.policies[index].name.clone(),
+                colour: policy_colour(index),
+                dashed: false,
+                reference: false,
+                block: None,
+                points: Vec::new(),
+            })
+            .collect();
+        key.push(key_entry(&format!("solid: {solid}"), KEY, false));
+        key.push(key_entry(&format!("dashed: {dashed}"), KEY, true));
+        key
     }
 
     fn goodput_panel(&self) -> Panel {
@@ -1282,8 +1580,11 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: None,
+            note: None,
+            key: Vec::new(),
         }
     }
 
@@ -1313,9 +1614,85 @@ impl ChartData {
             reference_headroom: None,
             series,
             incidents: self.incidents.clone(),
+            drain: self.drain,
             outages: self.outages.clone(),
             empty_note: Some("no operation failed in any policy".into()),
+            note: None,
+            key: Vec::new(),
         }
+    }
+}
+
+/// A service's capacity from the scenario's curve ([`capacity_line`]), dashed grey, labelled
+/// `label` in the legend (no entry if empty).
+fn capacity_series(label: &str, points: &Points) -> Series {
+    Series {
+        label: label.to_string(),
+        colour: CAPACITY,
+        dashed: true,
+        reference: true,
+        block: None,
+        points: points.clone(),
+    }
+}
+
+/// A legend entry that stands for a style: a line in `colour`, `dashed` or not, of no points.
+fn key_entry(label: &str, colour: RGBColor, dashed: bool) -> Series {
+    Series {
+        label: label.to_string(),
+        colour,
+        dashed,
+        reference: true,
+        block: None,
+        points: Vec::new(),
+    }
+}
+
+/// A service's capacity (available workers / mean service time, requests per second) from 0
+/// to `end_s` seconds, as a line through the corners of its curve of whole workers: a step is
+/// drawn as a vertical step at the instant it happens, a ramp as the stairs of the workers it
+/// adds or loses. `None` where requests take no time (no finite capacity, as `capacity_rps`
+/// in the CSVs is empty there).
+fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Points> {
+    let mean_us = service.mean_service_us();
+    if mean_us <= 0.0 {
+        return None;
+    }
+    let rps = |workers: u64| Some(workers as f64 * MICROS_PER_SECOND as f64 / mean_us);
+    let end = (end_s * MICROS_PER_SECOND as f64).round() as Micros;
+    let curve = &service.capacity;
+    let mut workers = curve.available(0);
+    let mut points = vec![(0.0, rps(workers))];
+    let mut at = 0;
+    while let Some(change) = curve.next_change(at).filter(|&change| change <= end) {
+        let seconds = change as f64 / MICROS_PER_SECOND as f64;
+        points.push((seconds, rps(workers)));
+        workers = curve.available(change);
+        points.push((seconds, rps(workers)));
+        at = change;
+    }
+    points.push((end_s, rps(workers)));
+    Some(points)
+}
+
+/// Below this share of its workers' time held, a calling service's measured capacity is not
+/// drawn ([`measured_capacity`]).
+const MEANINGFUL_BUSY: f64 = 0.5;
+
+/// A calling service's capacity measured in one bucket of `width`: its available workers / the
+/// mean time a worker held a request it let go of (its calls included), only where the
+/// workers were held at least [`MEANINGFUL_BUSY`] of the bucket, so that this is a bound the
+/// service may meet. In a bucket of little work the few requests let go of (fast failures,
+/// slow stragglers) make the mean hold swing, and the capacity it gives lies far above
+/// anything asked of the service: retry-layers' api, 8% to 34% busy after the brownout in one
+/// policy, measured 11k to 18k requests a second against 3k offered, drawn as jagged pieces
+/// cut off at the top.
+fn measured_capacity(bucket: &ServiceBucket, width: Micros, model: &ServiceModel) -> Option<f64> {
+    let held = bucket.held_us as f64 / (bucket.workers_available as f64 * width as f64);
+    if held >= MEANINGFUL_BUSY {
+        bucket.capacity_rps(false, model.mean_service_us())
+    } else {
+        None
     }
 }
 
@@ -1350,12 +1727,20 @@ impl Panel {
             .series
             .iter()
             .flat_map(|line| line.points.last().map(|(x, _)| *x))
+            .chain(self.drain.map(|(_, end)| end))
             .fold(0.0, f64::max)
             .max(1e-3);
+        let whole = self
+            .series
+            .iter()
+            .filter(|line| !line.reference)
+            .flat_map(|line| line.points.iter().filter_map(|(_, y)| *y))
+            .all(|y| y.fract() == 0.0);
         PlotData {
             x_end,
             max,
             min_positive,
+            whole,
             incidents: self.incidents.clone(),
         }
     }
@@ -1402,6 +1787,159 @@ mod tests {
 
     #[test]
     fn wrapping_keeps_words_whole() {
-        assert_eq!(wrap("a bb ccc dddd", 6), ["a bb", "ccc", "dddd"]);
+        assert_eq!(
+            wrap("a bb ccc dddd", |line| line.len() <= 6),
+            ["a bb", "ccc", "dddd"]
+        );
+    }
+
+    /// A panel of one policy's line through `values`, one a second.
+    fn panel_of(values: &[f64]) -> Panel {
+        Panel {
+            y_label: "count".into(),
+            log_y: false,
+            legend: true,
+            time_label: true,
+            reference_headroom: None,
+            series: vec![Series {
+                label: "a policy".into(),
+                colour: policy_colour(0),
+                dashed: false,
+                reference: false,
+                block: None,
+                points: values
+                    .iter()
+                    .enumerate()
+                    .map(|(second, value)| (second as f64, Some(*value)))
+                    .collect(),
+            }],
+            incidents: Vec::new(),
+            drain: None,
+            outages: Vec::new(),
+            empty_note: None,
+            note: None,
+            key: Vec::new(),
+        }
+    }
+
+    /// Every text `panel` draws, as plotters writes it in SVG (before its glyphs are outlined).
+    fn texts(panel: &Panel) -> Vec<String> {
+        register_fonts();
+        let mut svg = String::new();
+        {
+            let root = SVGBackend::with_string(&mut svg, CHART_SIZE).into_drawing_area();
+            draw_panel(&root, panel, 1.0).unwrap();
+            root.present().unwrap();
+        }
+        svg.split("<text")
+            .skip(1)
+            .map(|text| {
+                let start = text.find('>').unwrap() + 1;
+                text[start..text.find("</text>").unwrap()]
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    /// A count that reaches 2 gets ticks 0, 1 and 2, not 0.5 and 1.5, which no count can be;
+    /// a measure that reaches 2.5 keeps its halves. Whole seconds on the time axis of 20 s
+    /// read `5`, not `5.0`.
+    #[test]
+    fn counts_get_whole_ticks_and_seconds_no_decimals() {
+        let counts = texts(&panel_of(&[[0.0, 1.0, 2.0, 1.0, 2.0]; 4].concat()));
+        for tick in ["0", "1", "2"] {
+            assert!(counts.iter().any(|text| text == tick), "{counts:?}");
+        }
+        assert!(
+            !counts.iter().any(|text| text.contains('.')),
+            "a fractional tick on a count or a time: {counts:?}"
+        );
+        let measures = texts(&panel_of(&[[0.0, 1.5, 2.5, 1.0, 2.0]; 4].concat()));
+        assert!(
+            measures.iter().any(|text| text == "0.5" || text == "1.5"),
+            "{measures:?}"
+        );
+        assert_eq!(seconds_tick(20.0), "20");
+        assert_eq!(seconds_tick(2.5), "2.5");
+        assert_eq!(y_ticks(2.16, true, 600, 1.0), 3);
+        assert_eq!(y_ticks(2.16, false, 600, 1.0), 10);
+        assert_eq!(y_ticks(4500.0, true, 90, 0.8), 3);
+    }
+
+    /// The model of a one-service scenario whose capacity is `capacity` (TOML points).
+    fn service_with(capacity: &str) -> ServiceModel {
+        let text = format!(
+            r#"
+name = "t"
+duration = "30s"
+[clients]
+count = 10
+rate = 1.0
+[upstream]
+workers = 20
+service_time = "10ms"
+capacity = {capacity}
+"#
+        );
+        let scenario = crate::import::load_str(&text, "t.toml", &[]).unwrap();
+        crate::model::Model::new(&scenario, &scenario.policy[0]).services[0].clone()
+    }
+
+    /// A step in capacity is a vertical step at its instant (two points at t = 10 s, 2000 and
+    /// 400 a second), not a ramp over a bucket; a ramp is the stairs of its whole workers,
+    /// every one at its instant.
+    #[test]
+    fn capacity_steps_are_vertical() {
+        let step = service_with(
+            r#"[{ at = "10s", factor = 1.0 }, { at = "10s", factor = 0.2 }, { at = "20s", factor = 0.2 }, { at = "20s", factor = 1.0 }]"#,
+        );
+        let line = capacity_line(&step, 29.0).unwrap();
+        assert_eq!(
+            line,
+            [
+                (0.0, Some(2000.0)),
+                (10.0, Some(2000.0)),
+                (10.0, Some(400.0)),
+                (20.0, Some(400.0)),
+                (20.0, Some(2000.0)),
+                (29.0, Some(2000.0))
+            ]
+        );
+        let ramp = service_with(r#"[{ at = "10s", factor = 1.0 }, { at = "20s", factor = 0.5 }]"#);
+        let line = capacity_line(&ramp, 29.0).unwrap();
+        // Ten workers lost one a second, each as soon as the curve drops below it: a
+        // microsecond past 10 s, 11 s, ... 19 s.
+        assert_eq!(line.len(), 2 + 2 * 10);
+        assert!(line[1..21].chunks(2).all(|pair| pair[0].0 == pair[1].0));
+        assert_eq!(
+            line[1..3],
+            [(10.000001, Some(2000.0)), (10.000001, Some(1900.0))]
+        );
+        assert_eq!(
+            line[19..21],
+            [(19.000001, Some(1100.0)), (19.000001, Some(1000.0))]
+        );
+    }
+
+    /// A calling service's measured capacity is drawn only where its workers were held at
+    /// least half the time: a bucket of little work says nothing about what it could serve.
+    #[test]
+    fn measured_capacity_only_where_the_workers_were_busy() {
+        let service = service_with("[]");
+        let bucket = |held_s: u64| ServiceBucket {
+            workers_available: 20,
+            released: 1000,
+            held_us: held_s * MICROS_PER_SECOND,
+            ..ServiceBucket::default()
+        };
+        let second = MICROS_PER_SECOND;
+        assert_eq!(measured_capacity(&bucket(2), second, &service), None);
+        assert_eq!(measured_capacity(&bucket(9), second, &service), None);
+        // Held 10 s of 20 workers' second: 1000 let go of, 10 ms each, 2000 a second.
+        assert_eq!(
+            measured_capacity(&bucket(10), second, &service),
+            Some(2000.0)
+        );
     }
 }

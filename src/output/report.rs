@@ -7,17 +7,19 @@
 //! postmortem as it is.
 
 mod diagram;
+mod sweep;
 
 use std::fmt::Write as _;
 
 use crate::base::escape::html as escape;
 use crate::claims::{evaluate, number};
-use crate::output::charts::{Chart, ChartError, Format, render};
+use crate::output::charts::{Chart, ChartError, Format, nothing_to_show, render};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
 use crate::vocabulary::metric::METRICS;
 
 pub use diagram::topology_svg;
+pub use sweep::{PointTable, SweepPage, SweepSection, sweep_report_html};
 
 /// What the report's failures column means (the summary metrics explain themselves:
 /// [`METRICS`]).
@@ -27,43 +29,54 @@ fn optional(value: Option<f64>, digits: usize) -> String {
     value.map_or_else(|| "–".to_string(), |value| format!("{value:.digits$}"))
 }
 
+/// The style of every page retrystorm writes: its own text asks for DejaVu Sans (the charts'
+/// font) and falls back to the viewer's sans-serif; tables scroll inside their box rather than
+/// widen the page; code and long preformatted lines wrap.
+const STYLE: &str = r#"body { font-family: "DejaVu Sans", Verdana, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }
+h1 { margin-bottom: 0.2em; }
+.description { font-size: 1.15em; margin-top: 0; }
+.table { overflow-x: auto; }
+table { border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.35em 0.55em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f4f4f4; }
+td { white-space: nowrap; }
+td:first-child { white-space: normal; }
+table.settings th, table.settings td { text-align: left; white-space: normal; }
+tr.meets td { background: #f3f8fc; }
+tr.chosen td { background: #fdf0e6; font-weight: bold; }
+figure { margin: 1.5em 0; }
+figure svg { max-width: 100%; height: auto; border: 1px solid #eee; }
+dt { font-weight: bold; margin-top: 0.6em; }
+dd { margin-left: 1.5em; }
+.meta { color: #555; }
+.claims .held b { color: #00734d; }
+.claims .failed b { color: #b33c00; }
+.header { max-width: 60em; }
+.decision { border-left: 4px solid #0072b2; background: #f4f7fb; padding: 0.4em 1em; }
+.decision p { margin: 0.3em 0; }
+.decision .indent { margin-left: 2em; }
+.warning { color: #b33c00; }
+pre { background: #f6f6f6; padding: 0.5em 1em; white-space: pre-wrap; overflow-wrap: anywhere; }
+"#;
+
+/// The start of a page titled `title`, up to its `<body>`.
+fn page_head(page: &mut String, title: &str) {
+    let _ = write!(
+        page,
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n"
+    );
+}
+
 /// The report's bytes.
 pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
     let scenario = &run.scenario;
     let name = escape(scenario.name.as_str());
     let mut page = String::new();
-    let _ = write!(
+    page_head(&mut page, &format!("{name}: retrystorm report"));
+    let _ = writeln!(
         page,
-        r#"<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>{name}: retrystorm report</title>
-<style>
-body {{ font-family: "DejaVu Sans", Verdana, sans-serif; margin: 2em auto; max-width: 1300px; padding: 0 1em; color: #222; }}
-h1 {{ margin-bottom: 0.2em; }}
-.description {{ font-size: 1.15em; margin-top: 0; }}
-.table {{ overflow-x: auto; }}
-table {{ border-collapse: collapse; margin: 1em 0; font-size: 0.9em; }}
-th, td {{ border-bottom: 1px solid #ddd; padding: 0.35em 0.8em; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-th {{ background: #f4f4f4; }}
-figure {{ margin: 1.5em 0; }}
-figure svg {{ max-width: 100%; height: auto; border: 1px solid #eee; }}
-dt {{ font-weight: bold; margin-top: 0.6em; }}
-dd {{ margin-left: 1.5em; }}
-.meta {{ color: #555; }}
-.claims .held b {{ color: #00734d; }}
-.claims .failed b {{ color: #b33c00; }}
-.header {{ max-width: 60em; }}
-pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
-</style>
-</head>
-<body>
-<h1>{name}</h1>
-<p class="description">{}</p>
-"#,
+        "<h1>{name}</h1>\n<p class=\"description\">{}</p>",
         escape(&scenario.description)
     );
     what_to_look_at(&mut page, &scenario.header);
@@ -144,8 +157,14 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
     if run.has_topology() {
         let _ = writeln!(
             page,
-            "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most, each attempt's timeout and the call's deadline.{overrides}</figcaption>\n</figure>",
-            topology_svg(&run.model)
+            "<h2>Topology</h2>\n<figure>\n{}\n<figcaption>Each box is a service: its workers and own service time, its queue. Each arrow is a call, made for every request the caller serves, labelled with how many times the caller sends it at most (and the controls that bound its retries), each attempt's timeout and the call's deadline; where the policies call differently, one line for each way. A service's calls share its label, on the topmost.{overrides}</figcaption>\n</figure>",
+            topology_svg(
+                &run.model,
+                &run.policies
+                    .iter()
+                    .map(|policy| (policy.name.as_str(), &policy.model))
+                    .collect::<Vec<_>>()
+            )
         );
     } else if !overrides.is_empty() {
         let _ = writeln!(page, r#"<p class="meta">{}</p>"#, overrides.trim_start());
@@ -163,46 +182,7 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         );
     }
     policy_table(&mut page, run);
-    page.push_str("<h2>Summary</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>operations</th><th>success</th><th>goodput/s</th><th>amplification</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>p50 ms</th><th>p99 ms</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>recovery</th><th>failures by reason</th></tr>\n");
-    for policy in &run.policies {
-        let summary = &policy.summary;
-        // In the order of the reasons' names, as in summary.json.
-        let mut failures: Vec<String> = policy
-            .measurements
-            .failures()
-            .into_iter()
-            .map(|(reason, count)| format!("{reason}: {count}"))
-            .collect();
-        failures.sort();
-        let _ = writeln!(
-            page,
-            "<tr><td>{}</td><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
-            escape(&policy.name),
-            summary.operations,
-            summary.success_rate * 100.0,
-            summary.goodput_rps,
-            summary.amplification,
-            summary.duplicate_writes,
-            summary.unknown_results,
-            summary.timeouts,
-            optional(summary.p50_ms, 1),
-            optional(summary.p99_ms, 1),
-            if summary.peak_incident_rps.is_nan() {
-                "-".to_string()
-            } else {
-                format!("{:.0}", summary.peak_incident_rps)
-            },
-            summary.peak_after_rps,
-            summary.wasted_work_s,
-            summary.recovery_s,
-            escape(&if failures.is_empty() {
-                "none".to_string()
-            } else {
-                failures.join(", ")
-            }),
-        );
-    }
-    page.push_str("</table></div>\n");
+    summary_table(&mut page, run);
     lesson(&mut page, run);
     if run.has_topology() {
         service_table(&mut page, run);
@@ -213,10 +193,12 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         page,
         "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
         String::from_utf8_lossy(&overview),
-        escape("The overview: the four charts below on one sheet, as a teacher would show them.")
+        escape(
+            "The overview: the charts below on one sheet, as a teacher would show them (a chart with nothing to show is named above them instead). The hatched band at the end is the drain: after the arrivals stop, the operations started before finish, only the slow ones left."
+        )
     );
     let load_caption = if run.has_topology() {
-        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request). A capacity far above the load is cut off at the top. The shaded band is the incident (the scenario's [incident], or its services' capacity away from their starting level). Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
+        "Requests per second reaching each service (its callers' first attempts, retries and status checks), per policy, with the service's capacity dashed: grey for a service that calls nothing (its workers / mean service time); in the policy's colour for a calling service, whose workers are also held for their calls, so its capacity was measured in that policy's run (workers / mean time a worker held a request), drawn where its workers were held at least half the time (elsewhere it says nothing of what the service could serve). A capacity far above the load is cut off at the top; a step in capacity is drawn at its instant. The shaded band is the incident (the scenario's [incident], or its services' capacity away from their starting level). Blocks along the bottom, one row per policy in its colour: a service down after crashing under overload in that policy's run."
     } else {
         "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident (the scenario's [incident], or its capacity away from its starting level). Blocks along the bottom, one row per policy in its colour: the upstream down after crashing under overload in that policy's run."
     };
@@ -236,6 +218,16 @@ pre {{ background: #f6f6f6; padding: 0.5em 1em; }}
         ),
     ];
     for (chart, caption) in captions {
+        // A chart with nothing to show is its sentence, not a picture of it.
+        if let Some(why) = nothing_to_show(run, chart) {
+            let _ = writeln!(
+                page,
+                "<p class=\"meta\">No {} chart: {}.</p>",
+                chart.name(),
+                escape(&why)
+            );
+            continue;
+        }
         let svg = render(run, chart, Format::Svg)?;
         let _ = write!(
             page,
@@ -323,53 +315,307 @@ fn capitalised(text: &str) -> String {
     })
 }
 
-/// What each policy does: its retries (or hedging), backoff, Retry-After handling, what it
-/// retries, its timeouts, and its controls; in a topology, then what each tier does under it.
-fn policy_table(page: &mut String, run: &ScenarioRun) {
-    page.push_str("<h2>Policies</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
-    for (index, policy) in run.policies.iter().enumerate() {
-        let name = if run.scenario.changed_on_command_line(index) {
-            format!("{} (changed by --set)", policy.name)
-        } else {
-            policy.name.clone()
-        };
-        policy_row(page, &name, &policy.model.users.policy.text());
-    }
-    page.push_str("</table></div>\n");
-    if !run.has_topology() {
-        return;
-    }
-    page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n<div class=\"table\"><table>\n<tr><th>policy: calls</th><th>retries</th><th>backoff</th><th>Retry-After</th><th>retries on</th><th>attempt timeout, deadline</th><th>controls</th></tr>\n");
-    for policy in &run.policies {
-        for tier in policy.model.callers().iter().filter(|caller| caller.tier) {
-            policy_row(
-                page,
-                &format!("{}: {}", policy.name, tier.calls),
-                &tier.policy,
-            );
-        }
-    }
-    page.push_str("</table></div>\n");
-}
-
-/// One row of a policy table.
-fn policy_row(page: &mut String, name: &str, text: &crate::model::PolicyText) {
+/// The summary table, headline metrics first (success, goodput, amplification, recovery), then
+/// the failures by reason in a table of their own, so that the whole table fits the page
+/// without scrolling sideways.
+fn summary_table(page: &mut String, run: &ScenarioRun) {
+    let names: Vec<&str> = run
+        .policies
+        .iter()
+        .map(|policy| policy.name.as_str())
+        .collect();
     let _ = writeln!(
         page,
-        "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}, {}</td><td>{}</td></tr>",
-        escape(name),
-        escape(&text.retries),
-        escape(&text.backoff),
-        escape(&text.retry_after),
-        escape(&text.retries_on),
-        escape(&text.attempt_timeout),
-        escape(&text.deadline),
-        escape(&text.controls),
+        "<h2>Summary</h2>\n<div class=\"table\"><table id=\"summary\">\n<tr><th style=\"width: {}ch\">policy</th><th>success</th><th>goodput/s</th><th>amplification</th><th>recovery</th><th>p99 ms</th><th>p50 ms</th><th>duplicate writes</th><th>unknown results</th><th>timeouts</th><th>peak attempts/s in incident</th><th>peak attempts/s after</th><th>wasted work s</th><th>operations</th></tr>",
+        two_line_width(&names)
+    );
+    for policy in &run.policies {
+        let summary = &policy.summary;
+        let _ = writeln!(
+            page,
+            "<tr><td>{}</td><td>{:.2}%</td><td>{:.1}</td><td>{:.3}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.1}</td><td>{}</td></tr>",
+            escape(&policy.name),
+            summary.success_rate * 100.0,
+            summary.goodput_rps,
+            summary.amplification,
+            summary.recovery_s,
+            optional(summary.p99_ms, 1),
+            optional(summary.p50_ms, 1),
+            summary.duplicate_writes,
+            summary.unknown_results,
+            summary.timeouts,
+            if summary.peak_incident_rps.is_nan() {
+                "-".to_string()
+            } else {
+                format!("{:.0}", summary.peak_incident_rps)
+            },
+            summary.peak_after_rps,
+            summary.wasted_work_s,
+            summary.operations,
+        );
+    }
+    page.push_str("</table></div>\n");
+    failures_table(page, run, &names);
+}
+
+/// Operations that ended without success, by reason (a column per reason that occurred in
+/// some policy, in the order of the reasons' names, as in summary.json).
+fn failures_table(page: &mut String, run: &ScenarioRun, names: &[&str]) {
+    let failures: Vec<_> = run
+        .policies
+        .iter()
+        .map(|policy| policy.measurements.failures())
+        .collect();
+    let mut reasons: Vec<String> = failures
+        .iter()
+        .flat_map(|failures| failures.keys().map(ToString::to_string))
+        .collect();
+    reasons.sort();
+    reasons.dedup();
+    if reasons.is_empty() {
+        page.push_str("<p class=\"meta\">No operation failed in any policy.</p>\n");
+        return;
+    }
+    let _ = write!(
+        page,
+        "<p>Operations that failed, by reason:</p>\n<div class=\"table\"><table id=\"failures\">\n<tr><th style=\"width: {}ch\">policy</th>",
+        two_line_width(names)
+    );
+    for reason in &reasons {
+        let _ = write!(page, "<th>{}</th>", escape(reason));
+    }
+    page.push_str("</tr>\n");
+    for (name, failures) in names.iter().zip(&failures) {
+        let _ = write!(page, "<tr><td>{}</td>", escape(name));
+        for reason in &reasons {
+            let count = failures
+                .iter()
+                .find(|(failed, _)| failed.to_string() == *reason)
+                .map_or(0, |(_, count)| *count);
+            let _ = write!(page, "<td>{count}</td>");
+        }
+        page.push_str("</tr>\n");
+    }
+    let _ = writeln!(
+        page,
+        "</table></div>\n<p class=\"meta\">{}</p>",
+        escape(FAILURES_MEANING)
     );
 }
 
+/// The width, in `ch`, at which the longest of `names` wraps to at most two lines: the longer
+/// line of its most even split at a space, plus a character of slack for fonts wider than
+/// their `0`; at least 14, so that short names stay on one line, and at most 24 (a longer
+/// name may take three lines rather than squeeze the numbers).
+fn two_line_width(names: &[&str]) -> usize {
+    let widest = names
+        .iter()
+        .map(|name| {
+            let words: Vec<&str> = name.split_whitespace().collect();
+            (1..words.len())
+                .map(|split| {
+                    let first = words[..split].join(" ").chars().count();
+                    let second = words[split..].join(" ").chars().count();
+                    first.max(second)
+                })
+                .min()
+                .unwrap_or_else(|| name.chars().count())
+        })
+        .max()
+        .unwrap_or(0);
+    (widest + 1).clamp(14, 24)
+}
+
+/// One setting of a caller's policy as the Policies table shows it: its header (HTML: a field
+/// of the scenario file is written as code) and its value in words.
+type Setting = (&'static str, String);
+
+/// What a caller (the user clients or a tier) does: its retries (or hedging), backoff,
+/// Retry-After handling, what it retries, its timeouts, its controls and whether it repeats
+/// what is not repeatable.
+fn caller_settings(policy: &crate::model::CallerPolicy) -> Vec<Setting> {
+    let text = policy.text();
+    vec![
+        ("retries", text.retries),
+        ("backoff", text.backoff),
+        ("Retry-After", text.retry_after),
+        ("retries on", text.retries_on),
+        ("attempt timeout", text.attempt_timeout),
+        ("deadline", text.deadline),
+        ("controls", text.controls),
+        ("<code>unsafe_retries</code>", yes_no(policy.unsafe_retries)),
+    ]
+}
+
+/// A user policy's settings: the caller's, then what protects its writes: whether its
+/// operations carry idempotency keys, how long the services keep them, and whether it asks a
+/// status endpoint.
+fn user_settings(run: &ScenarioRun, model: &crate::model::Model) -> Vec<Setting> {
+    let endpoints = &model.users.endpoints;
+    let operations = &run.scenario.clients.operations;
+    // `yes` or `no` if every operation agrees, else each operation's.
+    let per_operation = |has: fn(&crate::model::Endpoint) -> bool| -> String {
+        if endpoints.iter().all(has) || !endpoints.iter().any(has) {
+            return yes_no(endpoints.first().is_some_and(has));
+        }
+        let each: Vec<String> = operations
+            .iter()
+            .zip(endpoints)
+            .map(|(operation, endpoint)| {
+                format!("{}: {}", operation.name.get_ref(), yes_no(has(endpoint)))
+            })
+            .collect();
+        each.join(", ")
+    };
+    // Keys are kept only where some operation sends one.
+    let key_ttl = if endpoints.iter().any(|endpoint| endpoint.idempotency_key) {
+        let mut ttls: Vec<String> = Vec::new();
+        for service in &model.services {
+            let ttl = crate::base::time::Duration(service.idempotency_ttl).to_string();
+            if !ttls.contains(&ttl) {
+                ttls.push(ttl);
+            }
+        }
+        if ttls.len() == 1 {
+            ttls.remove(0)
+        } else {
+            let each: Vec<String> = model
+                .services
+                .iter()
+                .map(|service| {
+                    format!(
+                        "{} {}",
+                        service.name,
+                        crate::base::time::Duration(service.idempotency_ttl)
+                    )
+                })
+                .collect();
+            each.join(", ")
+        }
+    } else {
+        "-".to_string()
+    };
+    let mut settings = caller_settings(&model.users.policy);
+    settings.extend([
+        (
+            "<code>idempotency_key</code>",
+            per_operation(|endpoint| endpoint.idempotency_key),
+        ),
+        ("<code>idempotency_ttl</code>", key_ttl),
+        (
+            "<code>status_endpoint</code>",
+            per_operation(|endpoint| endpoint.status_endpoint),
+        ),
+    ]);
+    settings
+}
+
+fn yes_no(value: bool) -> String {
+    if value { "yes" } else { "no" }.to_string()
+}
+
+/// What each policy does; in a topology, then what each tier does under it. Each table has a
+/// column for every setting that differs between its rows, and only those; a line below it
+/// gives the settings they share, so that policies that differ in one setting show that
+/// setting and nothing else.
+fn policy_table(page: &mut String, run: &ScenarioRun) {
+    page.push_str("<h2>Policies</h2>\n");
+    let rows: Vec<(String, Vec<Setting>)> = run
+        .policies
+        .iter()
+        .enumerate()
+        .map(|(index, policy)| {
+            let name = if run.scenario.changed_on_command_line(index) {
+                format!("{} (changed by --set)", policy.name)
+            } else {
+                policy.name.clone()
+            };
+            (name, user_settings(run, &policy.model))
+        })
+        .collect();
+    settings_table(page, "policy", "Every policy", &rows);
+    if !run.has_topology() {
+        return;
+    }
+    page.push_str("<p>The calls between services, under each policy (a tier without a <code>retry</code> table never retries):</p>\n");
+    let tiers: Vec<(String, Vec<Setting>)> = run
+        .policies
+        .iter()
+        .flat_map(|policy| {
+            let callers = policy.model.callers();
+            let tiers = policy
+                .model
+                .services
+                .iter()
+                .filter_map(|service| service.downstream.as_ref());
+            callers
+                .into_iter()
+                .filter(|caller| caller.tier)
+                .zip(tiers)
+                .map(|(caller, tier)| {
+                    (
+                        format!("{}: {}", policy.name, caller.calls),
+                        caller_settings(tier),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    settings_table(page, "policy: calls", "Every call", &tiers);
+}
+
+/// A table of `rows` (a name and its settings, the same settings in the same order in every
+/// row) with a column for each setting whose value differs between rows, headed `first`,
+/// and a line, opened by `shared`, with the settings every row has alike.
+fn settings_table(page: &mut String, first: &str, shared: &str, rows: &[(String, Vec<Setting>)]) {
+    let Some((_, settings)) = rows.first() else {
+        return;
+    };
+    let differs: Vec<bool> = (0..settings.len())
+        .map(|index| {
+            rows.iter()
+                .any(|(_, other)| other[index].1 != settings[index].1)
+        })
+        .collect();
+    if differs.contains(&true) {
+        let names: Vec<&str> = rows.iter().map(|(name, _)| name.as_str()).collect();
+        let _ = write!(
+            page,
+            "<div class=\"table\"><table class=\"settings\">\n<tr><th style=\"width: {}ch\">{first}</th>",
+            two_line_width(&names)
+        );
+        for ((header, _), _) in settings.iter().zip(&differs).filter(|(_, d)| **d) {
+            let _ = write!(page, "<th>{header}</th>");
+        }
+        page.push_str("</tr>\n");
+        for (name, settings) in rows {
+            let _ = write!(page, "<tr><td>{}</td>", escape(name));
+            for ((_, value), _) in settings.iter().zip(&differs).filter(|(_, d)| **d) {
+                let _ = write!(page, "<td>{}</td>", escape(value));
+            }
+            page.push_str("</tr>\n");
+        }
+        page.push_str("</table></div>\n");
+    }
+    let alike: Vec<String> = settings
+        .iter()
+        .zip(&differs)
+        .filter(|(_, differs)| !**differs)
+        .map(|((header, value), _)| format!("{header} {}", escape(value)))
+        .collect();
+    if !alike.is_empty() {
+        let who = match rows {
+            [(name, _)] => format!("<b>{}</b>", escape(name)),
+            _ => shared.to_string(),
+        };
+        let _ = writeln!(page, "<p class=\"meta\">{who}: {}.</p>", alike.join("; "));
+    }
+}
+
 /// The comment at the top of the scenario file: what it sets up and what to look at. A
-/// paragraph of indented lines (a command) is kept as it is written.
+/// paragraph of indented lines (a command) is kept as it is written; lines that start with
+/// `- ` are the items of a list (an item goes on over the indented lines below it); `code`
+/// spans are shown as code.
 fn what_to_look_at(page: &mut String, header: &str) {
     if header.is_empty() {
         return;
@@ -379,11 +625,60 @@ fn what_to_look_at(page: &mut String, header: &str) {
         let lines: Vec<&str> = paragraph.lines().collect();
         if lines.iter().all(|line| line.starts_with("  ")) {
             let _ = writeln!(page, "<pre>{}</pre>", escape(paragraph));
-        } else {
-            let _ = writeln!(page, "<p>{}</p>", escape(&lines.join(" ")));
+            continue;
         }
+        // Runs of text lines, and lists of items, each a run of lines.
+        let mut text: Vec<&str> = Vec::new();
+        let mut items: Vec<Vec<&str>> = Vec::new();
+        let flush_text = |page: &mut String, text: &mut Vec<&str>| {
+            if !text.is_empty() {
+                let _ = writeln!(page, "<p>{}</p>", with_code(&text.join(" ")));
+                text.clear();
+            }
+        };
+        let flush_items = |page: &mut String, items: &mut Vec<Vec<&str>>| {
+            if !items.is_empty() {
+                page.push_str("<ul>\n");
+                for item in items.drain(..) {
+                    let _ = writeln!(page, "<li>{}</li>", with_code(&item.join(" ")));
+                }
+                page.push_str("</ul>\n");
+            }
+        };
+        for line in lines {
+            if let Some(item) = line.strip_prefix("- ") {
+                flush_text(page, &mut text);
+                items.push(vec![item.trim()]);
+            } else if let Some(item) = items.last_mut().filter(|_| line.starts_with("  ")) {
+                item.push(line.trim());
+            } else {
+                flush_items(page, &mut items);
+                text.push(line);
+            }
+        }
+        flush_text(page, &mut text);
+        flush_items(page, &mut items);
     }
     page.push_str("</div>\n");
+}
+
+/// `text` escaped, with each `code` span between a pair of backticks as `<code>`; a backtick
+/// without a partner is kept as it is.
+fn with_code(text: &str) -> String {
+    let parts: Vec<&str> = text.split('`').collect();
+    let mut html = String::new();
+    for (index, part) in parts.iter().enumerate() {
+        let paired = index % 2 == 1 && index + 1 < parts.len();
+        if paired {
+            let _ = write!(html, "<code>{}</code>", escape(part));
+        } else {
+            if index % 2 == 1 {
+                html.push('`');
+            }
+            html.push_str(&escape(part));
+        }
+    }
+    html
 }
 
 /// The terms a reader new to retries meets in this page, each in a sentence.
@@ -469,7 +764,17 @@ fn lesson(page: &mut String, run: &ScenarioRun) {
 /// One row per policy and service: the load its callers put on it per user operation, and
 /// what it did with it.
 fn service_table(page: &mut String, run: &ScenarioRun) {
-    page.push_str("<h2>Services</h2>\n<div class=\"table\"><table>\n<tr><th>policy</th><th>service</th><th>requests per operation</th><th>requests</th><th>retries</th><th>served</th><th>rejected</th><th>timeouts seen by callers</th><th>peak requests/s</th><th>peak queue</th><th>wasted work s</th></tr>\n");
+    let names: Vec<&str> = run
+        .policies
+        .iter()
+        .map(|policy| policy.name.as_str())
+        .collect();
+    let _ = write!(
+        page,
+        "<h2>Services</h2>\n<div class=\"table\"><table id=\"services\">\n<tr><th style=\"width: {}ch\">policy</th>",
+        two_line_width(&names)
+    );
+    page.push_str("<th>service</th><th>requests per operation</th><th>requests</th><th>retries</th><th>served</th><th>rejected</th><th>timeouts seen by callers</th><th>peak requests/s</th><th>peak queue</th><th>wasted work s</th></tr>\n");
     for policy in &run.policies {
         for service in &policy.services {
             let totals = &service.totals;
@@ -500,5 +805,43 @@ mod tests {
     #[test]
     fn text_is_escaped() {
         assert_eq!(escape("a < b & \"c\""), "a &lt; b &amp; &quot;c&quot;");
+    }
+
+    /// Backticks mark code, escaped inside; an odd one out stays a backtick.
+    #[test]
+    fn code_spans_are_code() {
+        assert_eq!(
+            with_code("the `retry` table and `a<b` then ` alone"),
+            "the <code>retry</code> table and <code>a&lt;b</code> then ` alone"
+        );
+        assert_eq!(with_code("no code"), "no code");
+    }
+
+    /// A header's list items become a list, their continuation lines joined, and its
+    /// indented commands stay as written.
+    #[test]
+    fn a_header_keeps_its_lists_and_commands() {
+        let mut page = String::new();
+        what_to_look_at(
+            &mut page,
+            "Intro with `x`.\n\n- \"a\": one\n  more\n- \"b\": two\n\n  retrystorm run x.toml\n\nThe configs:\n- one;\n- two.\nThen text.",
+        );
+        assert!(page.contains("<p>Intro with <code>x</code>.</p>"), "{page}");
+        assert!(
+            page.contains(
+                "<p>The configs:</p>\n<ul>\n<li>one;</li>\n<li>two.</li>\n</ul>\n<p>Then text.</p>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains(
+                "<ul>\n<li>&quot;a&quot;: one more</li>\n<li>&quot;b&quot;: two</li>\n</ul>"
+            ),
+            "{page}"
+        );
+        assert!(
+            page.contains("<pre>  retrystorm run x.toml</pre>"),
+            "{page}"
+        );
     }
 }

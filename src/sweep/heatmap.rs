@@ -157,7 +157,14 @@ pub(super) fn cell_text(value: f64) -> String {
 
 /// Draws a heatmap in `format` and returns the file's bytes.
 pub fn render(data: &HeatmapData, format: Format) -> Result<Vec<u8>, ChartError> {
-    render_picture(data, HEATMAP_SIZE, format, "heatmap")
+    // The metric in the glyphs' ids, so that the heatmaps inlined in one page share none.
+    let metric: String = data
+        .metric
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    render_picture(data, HEATMAP_SIZE, format, &format!("heatmap-{metric}"))
 }
 
 impl Picture for HeatmapData {

@@ -6,7 +6,8 @@
 //! intervals, each with its method, and what the seeds vary and what they do not; the Pareto
 //! front; each grid
 //! key's effect; the points that give identical results; which heatmaps were drawn and which
-//! metrics were constant; and a `[[policy]]` table to paste.
+//! metrics were constant; and a `[[policy]]` table to paste. Each is a [`Section`], which the
+//! sweep's `report.html` shows under its own heading.
 
 use std::fmt::Write as _;
 
@@ -29,6 +30,45 @@ pub const ALWAYS_DRAWN: [&str; 3] = ["peak_incident_rps", "peak_after_rps", "rec
 /// larger grid's are counted, and its files hold every value.
 const MAX_LISTED: usize = 30;
 
+/// A part of the recommendation, in the order they are written (each but the first only
+/// when there is something to say in it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Section {
+    /// The requirements, how many points met them, the recommended point (or the closest),
+    /// the runner-up and the warnings.
+    Decision,
+    /// The chosen point's 95% intervals and what the seeds vary.
+    Intervals,
+    /// The Pareto front.
+    Front,
+    /// Each grid key's effect on each metric of the front.
+    Sensitivity,
+    /// Points with identical results.
+    Identical,
+    /// Which heatmaps were drawn.
+    Heatmaps,
+    /// The command that runs the recommended point.
+    Reproduce,
+    /// The recommended `[[policy]]` table, to paste.
+    Policy,
+}
+
+impl Section {
+    /// The heading of the section on a page.
+    pub fn title(self) -> &'static str {
+        match self {
+            Section::Decision => "Recommendation",
+            Section::Intervals => "How sure: 95% intervals",
+            Section::Front => "Pareto front",
+            Section::Sensitivity => "Sensitivity",
+            Section::Identical => "Identical results",
+            Section::Heatmaps => "Heatmaps",
+            Section::Reproduce => "Reproduce",
+            Section::Policy => "The policy to paste",
+        }
+    }
+}
+
 /// What the recommendation decided, for the charts that show it.
 #[derive(Debug, Clone)]
 pub struct Verdict {
@@ -44,6 +84,9 @@ pub struct Verdict {
     pub front: Vec<usize>,
     /// The metrics drawn as heatmaps (none if the grid cannot be drawn).
     pub heatmaps: Vec<NamedMetric>,
+    /// The recommendation's text by section, in order; `recommendation.txt` is their texts
+    /// one after the other, a blank line between two.
+    pub sections: Vec<(Section, String)>,
 }
 
 /// Decimals that write `value` in six significant digits: none from 100,000 up, six below 1.
@@ -66,7 +109,7 @@ fn fixed(value: f64, decimals: usize) -> String {
 }
 
 /// `value` in six significant digits without trailing zeros: `4163.24`, `0.977165`, `3`.
-fn short(value: f64) -> String {
+pub(super) fn short(value: f64) -> String {
     let text = fixed(value, decimals(value));
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
@@ -349,9 +392,10 @@ pub(super) fn recommendation(
     for warning in &warnings {
         let _ = writeln!(text, "warning: {warning}");
     }
+    let mut sections = vec![(Section::Decision, std::mem::take(&mut text))];
     if let Some(point) = chosen {
-        text.push('\n');
         intervals_section(prepared, (aggregate, rows), point, &mut text)?;
+        sections.push((Section::Intervals, std::mem::take(&mut text)));
     }
     let front_metrics = front_metrics(prepared);
     let candidates: Vec<usize> = if meeting.is_empty() {
@@ -367,7 +411,6 @@ pub(super) fn recommendation(
             .collect::<Vec<_>>(),
         |point, index| aggregate.mean(point, &front_metrics[index].name),
     );
-    text.push('\n');
     front_section(
         prepared,
         aggregate,
@@ -375,26 +418,29 @@ pub(super) fn recommendation(
         (meeting.len(), chosen, &identical),
         &mut text,
     );
-    text.push('\n');
+    sections.push((Section::Front, std::mem::take(&mut text)));
     sensitivity_section(prepared, aggregate, &front_metrics, &mut text);
-    text.push('\n');
+    sections.push((Section::Sensitivity, std::mem::take(&mut text)));
     identical_section(prepared, &identical.groups, &mut text);
-    text.push('\n');
+    sections.push((Section::Identical, std::mem::take(&mut text)));
     let heatmaps = heatmap_section(prepared, aggregate, &front_metrics, &mut text);
+    sections.push((Section::Heatmaps, std::mem::take(&mut text)));
     if let Some(best) = recommended {
-        text.push('\n');
         reproduce_section(prepared, best, &mut text);
-        text.push('\n');
+        sections.push((Section::Reproduce, std::mem::take(&mut text)));
         snippet(prepared, best, &mut text)?;
+        sections.push((Section::Policy, std::mem::take(&mut text)));
     }
+    let texts: Vec<&str> = sections.iter().map(|(_, text)| text.as_str()).collect();
     Ok((
-        text,
+        texts.join("\n"),
         Verdict {
             meeting,
             chosen,
             front_metrics,
             front,
             heatmaps,
+            sections,
         },
     ))
 }

@@ -8,6 +8,7 @@
 //! | `sweep.json` | the sweep's definition, the scenario's text and every config it imports included, so shards can be merged without reading anything else |
 //! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::sweep::pareto`] |
 //! | `heatmap-<metric>.png/svg` | see [`crate::sweep::heatmap`] |
+//! | `report.html` | all of it on one page: see [`crate::output::report::sweep_report_html`] |
 //!
 //! A shard writes `results.csv` with its own rows, `sweep.json` and `shard.json`; [`merge`]
 //! checks that the shards belong together and cover the sweep once, and hands the combined rows
@@ -19,11 +20,12 @@ use serde::Serialize;
 
 use super::aggregate::{Aggregate, aggregate_text, meets};
 use super::check::{check_metrics, manifest_differences};
-use super::recommendation::{Verdict, recommendation};
+use super::recommendation::{Section, Verdict, recommendation, short};
 use super::{MAX_MANIFEST_BYTES, PreparedSweep, ResultRow, Shard, SweepError, SweepSpec};
 use crate::base::escape::quoted;
 use crate::base::text_file::{TextFileError, read_bytes};
 use crate::output::charts::{ChartError, Format};
+use crate::output::report::{PointTable, SweepPage, SweepSection, sweep_report_html};
 use crate::sweep::heatmap::{self, HeatmapData};
 use crate::sweep::pareto::{self, ParetoData};
 use crate::vocabulary::metric::NamedMetric;
@@ -285,42 +287,149 @@ pub fn finalize(
         ),
         ("sweep.json".to_string(), manifest_bytes(prepared)),
     ];
-    if formats.is_empty() {
-        return Ok((files, recommendation));
-    }
     let chart_error = |error: ChartError| SweepError::Definition(error.to_string());
     let meets: Vec<bool> = (0..points)
         .map(|point| verdict.meeting.binary_search(&point).is_ok())
         .collect();
-    if let Some(pareto) = pareto_data(prepared, &aggregate, &verdict, &meets) {
-        for &format in formats {
-            let bytes = pareto::render(&pareto, format).map_err(chart_error)?;
-            files.push((format!("pareto.{}", format.extension()), bytes));
-        }
-    }
-    if let Some(layout) = heatmap::Layout::of(&prepared.spec) {
-        for metric in &verdict.heatmaps {
-            let data = HeatmapData {
-                scenario: prepared.name.clone(),
-                policy: prepared.spec.policy.clone(),
-                metric: metric.clone(),
-                layout: layout.clone(),
-                means: (0..points)
-                    .map(|point| aggregate.mean(point, &metric.name))
-                    .collect(),
-                meets: meets.clone(),
-                chosen: verdict.chosen,
-            };
+    // Each chart in every format asked for; its SVG also goes into the page.
+    let mut pareto_svg = Vec::new();
+    let mut heatmap_svgs = Vec::new();
+    if !formats.is_empty() {
+        if let Some(pareto) = pareto_data(prepared, &aggregate, &verdict, &meets) {
+            let svg = pareto::render(&pareto, Format::Svg).map_err(chart_error)?;
             for &format in formats {
-                let bytes = heatmap::render(&data, format).map_err(chart_error)?;
-                files.push((
-                    format!("heatmap-{}.{}", metric.name, format.extension()),
-                    bytes,
-                ));
+                let bytes = match format {
+                    Format::Svg => svg.clone(),
+                    Format::Png => pareto::render(&pareto, format).map_err(chart_error)?,
+                };
+                files.push((format!("pareto.{}", format.extension()), bytes));
+            }
+            pareto_svg.push(String::from_utf8_lossy(&svg).into_owned());
+        }
+        if let Some(layout) = heatmap::Layout::of(&prepared.spec) {
+            for metric in &verdict.heatmaps {
+                let data = HeatmapData {
+                    scenario: prepared.name.clone(),
+                    policy: prepared.spec.policy.clone(),
+                    metric: metric.clone(),
+                    layout: layout.clone(),
+                    means: (0..points)
+                        .map(|point| aggregate.mean(point, &metric.name))
+                        .collect(),
+                    meets: meets.clone(),
+                    chosen: verdict.chosen,
+                };
+                let svg = heatmap::render(&data, Format::Svg).map_err(chart_error)?;
+                for &format in formats {
+                    let bytes = match format {
+                        Format::Svg => svg.clone(),
+                        Format::Png => heatmap::render(&data, format).map_err(chart_error)?,
+                    };
+                    files.push((
+                        format!("heatmap-{}.{}", metric.name, format.extension()),
+                        bytes,
+                    ));
+                }
+                heatmap_svgs.push(String::from_utf8_lossy(&svg).into_owned());
             }
         }
     }
+    let page = SweepPage {
+        scenario: prepared.name.clone(),
+        description: prepared.spec.scenario_for(0)?.description,
+        policy: prepared.spec.policy.clone(),
+        swept: swept_text(prepared),
+        sections: verdict
+            .sections
+            .iter()
+            .map(|(section, text)| SweepSection {
+                title: section.title(),
+                text: text.clone(),
+                charts: match section {
+                    Section::Front => std::mem::take(&mut pareto_svg),
+                    Section::Heatmaps => std::mem::take(&mut heatmap_svgs),
+                    _ => Vec::new(),
+                },
+            })
+            .collect(),
+        points: point_table(prepared, &aggregate, &verdict, &meets),
+        no_charts: formats
+            .is_empty()
+            .then(|| "Charts were not drawn (--no-charts): the Pareto front and the heatmaps are in the text only.".to_string()),
+    };
+    files.push(("report.html".to_string(), sweep_report_html(&page)));
     Ok((files, recommendation))
+}
+
+/// What was swept, in a line: the points and the grid, the seeds, each point's simulations.
+fn swept_text(prepared: &PreparedSweep) -> String {
+    let spec = &prepared.spec;
+    let grid: Vec<String> = spec
+        .axes
+        .iter()
+        .map(|axis| format!("{} = {}", axis.key, axis.values.join(", ")))
+        .collect();
+    let seeds: Vec<String> = prepared.seeds.iter().map(ToString::to_string).collect();
+    format!(
+        "{} points ({}), each run with {} seed{} ({}).",
+        spec.point_count(),
+        grid.join("; "),
+        seeds.len(),
+        if seeds.len() == 1 { "" } else { "s" },
+        seeds.join(", ")
+    )
+}
+
+/// The most points the page's table lists: a larger sweep's are in `aggregate.csv`.
+const MAX_TABLE_POINTS: usize = 1000;
+
+/// Every point (up to [`MAX_TABLE_POINTS`]): its grid values and its means of the metrics the
+/// recommendation weighs (the front's and the requirements'), then of success, amplification,
+/// p99 latency and recovery, each once, whether it meets the requirements and is on the front.
+fn point_table(
+    prepared: &PreparedSweep,
+    aggregate: &Aggregate,
+    verdict: &Verdict,
+    meets: &[bool],
+) -> PointTable {
+    let spec = &prepared.spec;
+    let mut metrics: Vec<&str> = Vec::new();
+    let weighed = verdict
+        .front_metrics
+        .iter()
+        .map(|metric| metric.name.as_str())
+        .chain(prepared.requirements.iter().map(|r| r.metric.as_str()))
+        .chain(["success_rate", "amplification", "p99_ms", "recovery_s"]);
+    for name in weighed {
+        if !metrics.contains(&name) {
+            metrics.push(name);
+        }
+    }
+    let mut header = vec!["point".to_string()];
+    header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
+    header.extend(metrics.iter().map(|name| name.to_string()));
+    header.extend(["meets".to_string(), "front".to_string()]);
+    let on_front = |point: usize| verdict.front.contains(&point);
+    let rows = (0..spec.point_count().min(MAX_TABLE_POINTS))
+        .map(|point| {
+            let chosen = verdict.chosen == Some(point);
+            let mut cells = vec![format!("{point}{}", if chosen { "*" } else { "" })];
+            cells.extend(spec.point_values(point).into_iter().map(str::to_string));
+            cells.extend(
+                metrics
+                    .iter()
+                    .map(|name| short(aggregate.mean(point, name))),
+            );
+            cells.push(if meets[point] { "yes" } else { "no" }.to_string());
+            cells.push(if on_front(point) { "yes" } else { "" }.to_string());
+            (cells, meets[point], chosen)
+        })
+        .collect();
+    PointTable {
+        header,
+        rows,
+        total: spec.point_count(),
+    }
 }
 
 /// The Pareto chart: the first requirement's metric across and the optimised one up (with

@@ -1,6 +1,8 @@
-//! `report.html` in a real browser: headless Chromium opens the page from its file, the test
-//! takes a screenshot and checks that it shows something, that the page asked for nothing but
-//! itself (and `data:` URLs) and that it raised no console error.
+//! `report.html`, a run's and a sweep's, in a real browser: headless Chromium opens the page
+//! from its file, the test takes a screenshot and checks that it shows something, that the
+//! page asked for nothing but itself (and `data:` URLs), that it raised no console error, and
+//! that its tables fit the window's width with no name wrapped past two lines (a script
+//! evaluated in the page measures them, `Runtime.evaluate`).
 //!
 //! Chromium is driven over the DevTools protocol on a pipe (`--remote-debugging-pipe`: it reads
 //! commands on its file descriptor 3 and writes answers and events on 4, each a JSON text ended
@@ -53,8 +55,9 @@ const FLAGS: [&str; 11] = [
     "--remote-debugging-pipe",
 ];
 
-/// The width of the window the page is shown in, in CSS pixels.
-const WIDTH: u64 = 1280;
+/// The width of the window the page is shown in, in CSS pixels: the width issue 24 reads the
+/// reports at, at which every table must fit ([`LAYOUT_CHECK`]).
+const WIDTH: u64 = 1400;
 
 /// The viewport's height while the page loads; the screenshot then takes the whole page, up to
 /// [`MAX_HEIGHT`].
@@ -76,6 +79,35 @@ const MIN_INK: f64 = 0.02;
 /// thousands (14,000 and 8,700: the charts' lines and their anti-aliasing), a blank page 1, and
 /// a page with one heading about 220 (the anti-aliasing of its letters).
 const MIN_COLOURS: usize = 500;
+
+/// What the page's layout gets wrong, as a JSON array of sentences, evaluated in the page: the
+/// page or a table's box scrolls sideways (a table wider than the page hides its last
+/// columns behind a scrollbar), or the first cell of a table's row (a policy's name) takes
+/// more than two lines. The lines of a cell are its text's line boxes, told apart by their
+/// tops.
+const LAYOUT_CHECK: &str = r#"(() => {
+  const problems = [];
+  const page = document.documentElement;
+  if (page.scrollWidth > page.clientWidth) {
+    problems.push(`the page scrolls sideways: ${page.scrollWidth} px wide in ${page.clientWidth}`);
+  }
+  document.querySelectorAll('table').forEach((table, index) => {
+    const name = table.id || `table ${index + 1}`;
+    const box = table.parentElement;
+    if (box.scrollWidth > box.clientWidth) {
+      problems.push(`${name} scrolls sideways: ${box.scrollWidth} px wide in ${box.clientWidth}`);
+    }
+    for (const row of table.rows) {
+      const cell = row.cells[0];
+      if (!cell || cell.tagName !== 'TD') continue;
+      const range = document.createRange();
+      range.selectNodeContents(cell);
+      const lines = new Set([...range.getClientRects()].map((rect) => Math.round(rect.top))).size;
+      if (lines > 2) problems.push(`${name}: "${cell.textContent}" takes ${lines} lines`);
+    }
+  });
+  return JSON.stringify(problems);
+})()"#;
 
 /// Chromium, or `None` after saying on stderr why the test skips.
 fn chromium() -> Option<&'static Path> {
@@ -117,6 +149,39 @@ fn report(name: &str, out: &Path) -> PathBuf {
         String::from_utf8_lossy(&output.stderr)
     );
     out.join(name).join("report.html")
+}
+
+/// Runs a sweep of the bundled tuning scenario (two numeric keys and one more, so it has a
+/// Pareto front and faceted heatmaps) into `out` and gives its report's path.
+fn sweep_report(out: &Path) -> PathBuf {
+    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+        .args([
+            "sweep",
+            "scenarios/tuning.toml",
+            "--grid",
+            "policy.base=50ms,200ms,800ms",
+            "--grid",
+            "policy.max_attempts=1..3",
+            "--grid",
+            "policy.jitter=none,full",
+            "--seeds",
+            "2",
+            "--require",
+            "success_rate>=0.95",
+            "--minimize",
+            "p99_ms",
+            "--out",
+        ])
+        .arg(out)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("retrystorm runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out.join("tuning-sweep").join("report.html")
 }
 
 /// A `file://` URL for an absolute path.
@@ -309,16 +374,22 @@ struct Visit {
     errors: Vec<String>,
     /// Console and browser warnings: shown, not failed on.
     warnings: Vec<String>,
+    /// What [`LAYOUT_CHECK`] found wrong with the page's layout at [`WIDTH`].
+    layout: Vec<String>,
     /// The screenshot, a PNG of the whole page (up to [`MAX_HEIGHT`]) at [`WIDTH`].
     screenshot: Vec<u8>,
 }
 
 impl Visit {
-    /// The requests and errors, each said as such.
+    /// The requests, errors and layout problems, each said as such.
     fn faults(&self) -> Vec<String> {
         let requests = self.requests.iter().map(|url| format!("requested {url}"));
         let errors = self.errors.iter().map(|error| format!("error: {error}"));
-        requests.chain(errors).collect()
+        let layout = self
+            .layout
+            .iter()
+            .map(|problem| format!("layout: {problem}"));
+        requests.chain(errors).chain(layout).collect()
     }
 }
 
@@ -494,6 +565,17 @@ impl Browser {
                     && params["loaderId"] == loader
             });
         }
+        let layout = self.call(
+            Some(session),
+            "Runtime.evaluate",
+            json!({ "expression": LAYOUT_CHECK, "returnByValue": true }),
+        );
+        let layout: Vec<String> = serde_json::from_str(
+            layout["result"]["value"]
+                .as_str()
+                .expect("the layout check's answer"),
+        )
+        .expect("a JSON array of sentences");
         let metrics = self.call(Some(session), "Page.getLayoutMetrics", json!({}));
         let height = metrics["cssContentSize"]["height"]
             .as_f64()
@@ -512,6 +594,7 @@ impl Browser {
             requests: Vec::new(),
             errors: Vec::new(),
             warnings: Vec::new(),
+            layout,
             screenshot,
         };
         for event in self.events.drain(..) {
@@ -615,14 +698,19 @@ impl Drop for Browser {
 // ---------------------------------------------------------------------------------------------
 // The tests.
 
-/// Runs the bundled scenario `name`, checks its report's HTML refers to nothing outside it,
-/// then opens it in Chromium and checks it loads nothing else, raises no error and shows a
-/// page's worth of content; the screenshot is kept as `browser-NAME/NAME.png` in the test's
-/// temporary folder.
+/// Runs the bundled scenario `name` and checks its report as [`check_page`] does; the
+/// screenshot is kept as `browser-NAME/NAME.png` in the test's temporary folder.
 fn check_report(name: &str) {
     let folder = fresh(&format!("browser-{name}"));
     let page = report(name, &folder.join("out"));
-    let html = std::fs::read_to_string(&page).expect("report.html");
+    check_page(name, &page, &folder);
+}
+
+/// Checks that the page's HTML refers to nothing outside it, then opens it in Chromium and
+/// checks it loads nothing else, raises no error, lays out within [`WIDTH`] and shows a page's
+/// worth of content; the screenshot is kept as `NAME.png` in `folder`.
+fn check_page(name: &str, page: &Path, folder: &Path) {
+    let html = std::fs::read_to_string(page).expect("the page");
     let references = external_references(&html);
     assert!(
         references.is_empty(),
@@ -632,7 +720,7 @@ fn check_report(name: &str) {
     let Some(chromium) = chromium() else {
         return;
     };
-    let visit = Browser::start(chromium, &folder).visit(&page);
+    let visit = Browser::start(chromium, folder).visit(page);
     let screenshot = folder.join(format!("{name}.png"));
     std::fs::write(&screenshot, &visit.screenshot).expect("the screenshot");
     let ink = Ink::of(&visit.screenshot);
@@ -663,6 +751,13 @@ fn a_single_service_report_shows_in_chromium_offline_without_errors() {
     check_report("thundering-herd");
 }
 
+/// A report of five policies whose names wrap (payments, where the summary table once hid its
+/// recovery column behind a scrollbar and wrapped names to three lines) fits the page.
+#[test]
+fn a_report_of_five_policies_fits_the_page_in_chromium() {
+    check_report("payments");
+}
+
 /// A topology's report (retry-layers: also the topology diagram, whose arrows use an SVG marker
 /// by `url(#arrow)`, and a table per service) opens in a browser without the network and without
 /// an error, and shows its content.
@@ -671,9 +766,30 @@ fn a_topology_report_shows_in_chromium_offline_without_errors() {
     check_report("retry-layers");
 }
 
+/// A sweep's report (the recommendation, the Pareto front and the heatmaps inline as SVG, the
+/// table of points) opens in a browser without the network and without an error, fits the
+/// page, and shows its content, as a run's does.
+#[test]
+fn a_sweep_report_shows_in_chromium_offline_without_errors() {
+    let folder = fresh("browser-sweep");
+    let page = sweep_report(&folder.join("out"));
+    let html = std::fs::read_to_string(&page).expect("report.html");
+    for part in [
+        "<h2>Recommendation</h2>",
+        "<h2>Pareto front</h2>",
+        "<h2>Heatmaps</h2>",
+        "<h2>Every point</h2>",
+        "aria-label=\"tuning: Pareto front of policy",
+    ] {
+        assert!(html.contains(part), "the sweep's report lacks {part}");
+    }
+    check_page("tuning-sweep", &page, &folder);
+}
+
 /// The browser checks can fail: a console error, an uncaught exception, an image, a fetch, a
-/// stylesheet's background and a WebSocket from the network, and another local file, are each
-/// caught on a page of their own, while a plain page of the same kind passes. Without this, a
+/// stylesheet's background and a WebSocket from the network, another local file, a table
+/// wider than the page and a name that wraps to three lines, are each caught on a page of
+/// their own, while a plain page of the same kind passes. Without this, a
 /// detector that saw nothing would pass every report.
 #[test]
 fn the_browser_checks_catch_errors_and_requests() {
@@ -721,6 +837,20 @@ fn the_browser_checks_catch_errors_and_requests() {
             "<iframe src=\"other.txt\"></iframe>",
             Some(Caught::Request("/browser-negative/other.txt")),
         ),
+        (
+            "wide-table",
+            "<div style=\"overflow-x: auto\"><table id=\"wide\"><tr><td>policy</td>\
+             <td style=\"min-width: 3000px\">a column wider than any window</td></tr></table></div>",
+            Some(Caught::Layout("wide scrolls sideways")),
+        ),
+        (
+            "tall-name",
+            "<table id=\"names\"><tr><td style=\"width: 3ch\">every layer retries</td>\
+             <td>1</td></tr></table>",
+            Some(Caught::Layout(
+                "names: \"every layer retries\" takes 3 lines",
+            )),
+        ),
     ];
     let mut browser = Browser::start(chromium, &folder);
     for (name, body, expected) in pages {
@@ -745,6 +875,7 @@ fn the_browser_checks_catch_errors_and_requests() {
             }
             Some(Caught::Request(url)) => (&visit.requests, url),
             Some(Caught::Error(text)) => (&visit.errors, text),
+            Some(Caught::Layout(text)) => (&visit.layout, text),
         };
         assert!(
             list.iter()
@@ -761,6 +892,8 @@ enum Caught {
     Request(&'static str),
     /// An error whose text starts with this.
     Error(&'static str),
+    /// A layout problem whose sentence starts with this.
+    Layout(&'static str),
 }
 
 /// The blank check can fail: a blank page, and a page with a single heading, are both too

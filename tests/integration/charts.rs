@@ -91,7 +91,7 @@ fn every_chart_is_drawn_in_both_formats() {
         if chart == Chart::Duplicates {
             // Every operation is a GET: the chart says why it is empty instead of empty axes.
             assert!(
-                svg.contains(r#"aria-label="no writes in this scenario: every operation is idempotent, so none can be duplicated""#),
+                svg.contains(r#"aria-label="nothing can be duplicated: every operation is a GET, which is idempotent, so no retry can write twice""#),
                 "{svg}"
             );
             assert!(!svg.contains("time (s)"));
@@ -208,4 +208,109 @@ fn limits_are_drawn_where_they_bind() {
     assert!(report("deadline").contains(r#"aria-label="deadline (2s)""#));
     let herd = report("thundering-herd");
     assert!(!herd.contains("rate limit (") && herd.contains(r#"aria-label="deadline (10s)""#));
+}
+
+/// The time axis of a 60 s run (retry-layers) reads whole seconds as `20`, never `20.0`.
+#[test]
+fn whole_seconds_have_no_decimals() {
+    let report = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("output/retry-layers/report.html"),
+    )
+    .unwrap();
+    assert!(report.contains(r#"aria-label="20""#));
+    assert!(!report.contains(r#"aria-label="20.0""#));
+}
+
+/// The drain after `duration` (operations started before the end finishing, only the slow
+/// ones left) is hatched and named in every chart with a time axis, of every bundled scenario
+/// whose run went on after its arrivals, so that it is not read as an incident.
+#[test]
+fn the_drain_is_marked_in_every_time_chart() {
+    let output = Path::new(env!("CARGO_MANIFEST_DIR")).join("output");
+    let mut marked = 0;
+    for scenario in std::fs::read_dir(&output).unwrap() {
+        let folder = scenario.unwrap().path();
+        if !folder.is_dir() {
+            continue;
+        }
+        for chart in Chart::ALL {
+            let svg =
+                std::fs::read_to_string(folder.join(format!("{}.svg", chart.name()))).unwrap();
+            if svg.contains("time (s)") {
+                assert!(
+                    svg.contains(
+                        r#"aria-label="drain: operations started before the end finishing""#
+                    ),
+                    "{}/{}.svg does not mark the drain",
+                    folder.display(),
+                    chart.name()
+                );
+                marked += 1;
+            }
+        }
+    }
+    assert!(marked >= 40, "only {marked} charts have a time axis");
+}
+
+/// payments' duplicates chart: one legend entry per policy drawn and a key to solid
+/// (duplicate writes) and dashed (unknown results), not ten entries of which solid and dashed
+/// looked alike; the six lines that stay at zero all run long are named in a note rather than
+/// drawn on top of each other along the axis, and a policy with nothing drawn has no entry.
+#[test]
+fn duplicates_name_each_policy_once_key_the_dashes_and_note_the_lines_at_zero() {
+    let svg = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("output/payments/duplicates.svg"),
+    )
+    .unwrap();
+    let label = |text: &str| format!(r#"aria-label="{text}""#);
+    for entry in [
+        "naive",
+        "article",
+        "key, 1 s TTL",
+        "solid: duplicate writes",
+        "dashed: unknown results",
+    ] {
+        assert!(svg.contains(&label(entry)), "no legend entry {entry}");
+    }
+    for absent in ["naive duplicate writes", "key, 24 h TTL", "status endpoint"] {
+        assert!(!svg.contains(&label(absent)), "a legend entry {absent}");
+    }
+    assert!(
+        svg.contains("at zero all run long, not drawn: duplicate writes of &quot;article&quot;, &quot;key, 24 h TTL&quot;, &quot;status endpoint&quot;; unknown results of &quot;naive&quot;, &quot;key, 1 s TTL&quot;"),
+        "no note of the lines at zero"
+    );
+}
+
+/// The overview leaves out a chart with nothing to show and names it in a line, rather than
+/// give a quarter of the sheet to a sentence: contention's operations are conditional PUTs,
+/// which are idempotent, so its duplicates chart is left out (and says so truly: they are
+/// writes, but none can be duplicated); payments keeps all four.
+#[test]
+fn the_overview_has_no_empty_panel() {
+    let chart = |name: &str, chart: &str| {
+        std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("output/{name}/{chart}.svg")),
+        )
+        .unwrap()
+    };
+    let duplicates =
+        r#"aria-label="Duplicate writes (solid) and unknown results (dashed), cumulative""#;
+    let overview = chart("contention", "overview");
+    assert!(!overview.contains(duplicates));
+    assert!(overview.contains(r#"aria-label="Not drawn, with nothing to show: duplicates (nothing can be duplicated: every operation is a PUT, which is idempotent, so no retry can write twice).""#));
+    for title in [
+        "Attempts reaching the upstream",
+        "Latency of successful operations (p50 dashed, p99 solid)",
+        "Goodput and failures",
+    ] {
+        assert!(
+            overview.contains(&format!(r#"aria-label="{title}""#)),
+            "{title}"
+        );
+    }
+    // Nothing failed in contention: its goodput takes the whole panel and says so.
+    assert!(!overview.contains(r#"aria-label="failed per second""#));
+    assert!(overview.contains(r#"aria-label="no operation failed in any policy""#));
+    let overview = chart("payments", "overview");
+    assert!(overview.contains(duplicates) && !overview.contains("Not drawn"));
 }

@@ -20,6 +20,7 @@ mod lessons;
 mod output_folders;
 mod overload;
 mod queueing;
+mod reports;
 mod run_command;
 mod scenario_errors;
 mod support;

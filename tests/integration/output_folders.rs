@@ -218,6 +218,7 @@ fn a_sweep_replaces_its_folder_and_shards_write_beside_it() {
         [
             "aggregate.csv",
             "recommendation.txt",
+            "report.html",
             "results.csv",
             "sweep.json"
         ]

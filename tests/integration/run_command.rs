@@ -116,9 +116,10 @@ fn the_bundled_scenario_runs_and_writes_every_file() {
     assert!(report.starts_with("<!DOCTYPE html>") && report.trim_end().ends_with("</html>"));
     assert_eq!(
         report.matches("<svg").count(),
-        5,
-        "the overview and the four charts"
+        4,
+        "the overview and three charts: every operation is a GET, so duplicates has nothing to show"
     );
+    assert!(report.contains("<p class=\"meta\">No duplicates chart: nothing can be duplicated: every operation is a GET, which is idempotent, so no retry can write twice.</p>"));
     for policy in [
         "no jitter",
         "full jitter",
@@ -217,7 +218,7 @@ fn a_topology_writes_its_services_and_the_table_shows_each_tiers_load() {
     for part in [
         "<h2>What to look at</h2>\n<div class=\"header\">\n<p>retry-layers: ",
         "<h2>Glossary</h2>",
-        "The overview: the four charts below on one sheet",
+        "The overview: the charts below on one sheet",
         "<h2>Topology</h2>",
         "<h2>Services</h2>",
         ">db<",

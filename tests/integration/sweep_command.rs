@@ -465,6 +465,8 @@ fn the_same_bytes_for_any_thread_count_and_any_sharding() {
         expected.iter().map(|(name, _)| name).collect::<Vec<_>>(),
         actual.iter().map(|(name, _)| name).collect::<Vec<_>>()
     );
+    // The page too, which CI's Slurm job compares with `diff -r`.
+    assert!(expected.iter().any(|(name, _)| name == "report.html"));
     for ((name, a), (_, b)) in expected.iter().zip(&actual) {
         assert!(
             a == b,

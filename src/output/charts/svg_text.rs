@@ -107,14 +107,7 @@ fn place(
     let scale = size / em;
     // SVG collapses white space and trims it at the ends (xml:space="default").
     let text = content.split_whitespace().collect::<Vec<_>>().join(" ");
-    // Each glyph and where it starts, in font units from the text's start.
-    let mut pen = 0.0;
-    let mut laid: Vec<(u16, f64)> = Vec::new();
-    for c in text.chars() {
-        let glyph = face.glyph_index(c).unwrap_or(GlyphId(0));
-        laid.push((glyph.0, pen));
-        pen += f64::from(face.glyph_hor_advance(glyph).unwrap_or(0));
-    }
+    let (laid, pen) = lay_out(face, &text);
     let width = pen * scale;
     let left = match attribute("text-anchor") {
         Some("middle") => x - width / 2.0,
@@ -156,6 +149,26 @@ fn place(
         );
     }
     out.push_str("</g>");
+}
+
+/// Each glyph of `text` and where it starts, in font units from the text's start, and where
+/// the text ends.
+fn lay_out(face: &Face<'_>, text: &str) -> (Vec<(u16, f64)>, f64) {
+    let mut pen = 0.0;
+    let mut laid = Vec::new();
+    for c in text.chars() {
+        let glyph = face.glyph_index(c).unwrap_or(GlyphId(0));
+        laid.push((glyph.0, pen));
+        pen += f64::from(face.glyph_hor_advance(glyph).unwrap_or(0));
+    }
+    (laid, pen)
+}
+
+/// The width of `text` drawn `size` pixels high (bold or not), in pixels, as [`outline_text`]
+/// lays it out: what a picture needs to size a box or wrap a label so that nothing is cut.
+pub fn text_width(text: &str, size: f64, bold: bool) -> f64 {
+    let face = face(bold);
+    lay_out(face, text).1 * size / f64::from(face.units_per_em())
 }
 
 /// A glyph's outline as SVG path data in font units (y up); `None` for an empty glyph.
@@ -228,6 +241,7 @@ mod tests {
             r##"<g aria-label="10" fill="#FF0000" opacity="1"><use xlink:href="#t-r{one}" transform="matrix(0.00976562 0 0 -0.00976562 87.275 65.2)"/><use xlink:href="#t-r{zero}" transform="matrix(0.00976562 0 0 -0.00976562 100 65.2)"/></g>"##
         )), "{outlined}");
         assert_eq!(outlined.matches("<path id=").count(), 2);
+        assert!((text_width("10", 20.0, false) - 25.449).abs() < 1e-3);
     }
 
     /// Bold text uses the bold face's outlines, rotation is kept, entities are read, and a
