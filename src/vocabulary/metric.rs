@@ -300,7 +300,7 @@ pub const METRICS: [Metric; 20] = [
         domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.peak_after_rps,
-        meaning: "The highest rate of attempts in any time bucket after the incident: the height of the second wave.",
+        meaning: "The highest rate of attempts in any time bucket after the incident: the height of the second wave. In a scenario without an incident, of the whole run.",
     },
     Metric {
         name: "incident_goodput_rps",
