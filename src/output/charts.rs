@@ -1328,8 +1328,14 @@ impl ChartData {
                 self.times.iter().map(|_| Some(limit)),
             ));
         }
+        self.panel("attempts per second", series)
+    }
+
+    /// A panel of `series` with its time axis, legend, incidents, drain and outages, and
+    /// nothing else: the panels below change what they need of it.
+    fn panel(&self, y_label: impl Into<String>, series: Vec<Series>) -> Panel {
         Panel {
-            y_label: "attempts per second".into(),
+            y_label: y_label.into(),
             log_y: false,
             legend: true,
             time_label: true,
@@ -1393,22 +1399,15 @@ impl ChartData {
                     series.push(capacity_series("", points));
                 }
                 Panel {
-                    y_label: format!("{name}: requests/s"),
-                    log_y: false,
                     legend: service == 0,
                     time_label: service == last,
                     reference_headroom: Some(2.0),
-                    series,
-                    incidents: self.incidents.clone(),
-                    drain: self.drain,
-                    outages: self.outages.clone(),
-                    empty_note: None,
-                    note: None,
                     key: if service == 0 {
                         key.clone()
                     } else {
                         Vec::new()
                     },
+                    ..self.panel(format!("{name}: requests/s"), series)
                 }
             })
             .collect()
@@ -1449,18 +1448,10 @@ impl ChartData {
             ));
         }
         Panel {
-            y_label: "latency (ms, log scale)".into(),
             log_y: true,
-            legend: true,
-            time_label: true,
-            reference_headroom: None,
-            series,
-            incidents: self.incidents.clone(),
-            drain: self.drain,
-            outages: self.outages.clone(),
             empty_note: Some("no operation succeeded in any policy".into()),
-            note: None,
             key,
+            ..self.panel("latency (ms, log scale)", series)
         }
     }
 
@@ -1516,18 +1507,10 @@ impl ChartData {
             )
         };
         Panel {
-            y_label: "operations (cumulative)".into(),
-            log_y: false,
-            legend: true,
-            time_label: true,
-            reference_headroom: None,
-            series,
-            incidents: self.incidents.clone(),
-            drain: self.drain,
-            outages: self.outages.clone(),
             empty_note: Some(empty_note),
             note,
             key,
+            ..self.panel("operations (cumulative)", series)
         }
     }
 
@@ -1572,20 +1555,7 @@ impl ChartData {
                 )
             })
             .collect();
-        Panel {
-            y_label: "succeeded per second".into(),
-            log_y: false,
-            legend: true,
-            time_label: true,
-            reference_headroom: None,
-            series,
-            incidents: self.incidents.clone(),
-            drain: self.drain,
-            outages: self.outages.clone(),
-            empty_note: None,
-            note: None,
-            key: Vec::new(),
-        }
+        self.panel("succeeded per second", series)
     }
 
     /// Failures per second, one line per policy and reason that occurred.
@@ -1607,18 +1577,8 @@ impl ChartData {
             }
         }
         Panel {
-            y_label: "failed per second".into(),
-            log_y: false,
-            legend: true,
-            time_label: true,
-            reference_headroom: None,
-            series,
-            incidents: self.incidents.clone(),
-            drain: self.drain,
-            outages: self.outages.clone(),
             empty_note: Some("no operation failed in any policy".into()),
-            note: None,
-            key: Vec::new(),
+            ..self.panel("failed per second", series)
         }
     }
 }
