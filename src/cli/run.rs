@@ -17,7 +17,7 @@ use retrystorm::claims::evaluate;
 use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::import::load;
 use retrystorm::model::effective_policies;
-use retrystorm::output::charts::{Chart, Format, render};
+use retrystorm::output::charts::{Chart, Charts, Format};
 use retrystorm::output::report::report_html;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
@@ -304,9 +304,10 @@ fn write_charts(run: &ScenarioRun, staged: &StagedFolder, formats: &[Format]) ->
         .iter()
         .flat_map(|&chart| formats.iter().map(move |&format| (chart, format)))
         .collect();
+    let charts = Charts::of(run);
     jobs.par_iter().try_for_each(|&(chart, format)| {
         let name = format!("{}.{}", chart.name(), format.extension());
-        let bytes = render(run, chart, format).map_err(|error| {
+        let bytes = charts.render(chart, format).map_err(|error| {
             io::Error::other(format!(
                 "{}: {error}",
                 staged.target().join(&name).display()

@@ -164,21 +164,45 @@ pub(crate) fn chart_error(error: impl fmt::Debug) -> ChartError {
     ChartError(format!("{error:?}"))
 }
 
-/// Draws `chart` of `run` in `format` and returns the file's bytes.
-pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
-    let data = ChartData::new(run);
-    render_picture(
-        &SingleChart { chart, data: &data },
-        chart.size(),
-        format,
-        chart.name(),
-    )
+/// A run's charts: what they are drawn from, read from the run once (per-bucket percentiles,
+/// capacity lines: a few tens of millions of instructions for a minute of a bundled scenario),
+/// then drawn as any chart in any format.
+pub struct Charts {
+    data: ChartData,
 }
 
-/// Why `chart` of `run` has nothing to show (the sentence its picture holds instead of axes),
-/// or `None` if it has something: a page can say so in a line rather than show the picture.
-pub fn nothing_to_show(run: &ScenarioRun, chart: Chart) -> Option<String> {
-    ChartData::new(run).nothing_to_show(chart)
+impl Charts {
+    /// The charts of `run`.
+    pub fn of(run: &ScenarioRun) -> Charts {
+        Charts {
+            data: ChartData::new(run),
+        }
+    }
+
+    /// Draws `chart` in `format` and returns the file's bytes.
+    pub fn render(&self, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
+        render_picture(
+            &SingleChart {
+                chart,
+                data: &self.data,
+            },
+            chart.size(),
+            format,
+            chart.name(),
+        )
+    }
+
+    /// Why `chart` has nothing to show (the sentence its picture holds instead of axes), or
+    /// `None` if it has something: a page can say so in a line rather than show the picture.
+    pub fn nothing_to_show(&self, chart: Chart) -> Option<String> {
+        self.data.nothing_to_show(chart)
+    }
+}
+
+/// Draws `chart` of `run` in `format` and returns the file's bytes: one chart of
+/// [`Charts::of`], for a caller that wants only one.
+pub fn render(run: &ScenarioRun, chart: Chart, format: Format) -> Result<Vec<u8>, ChartError> {
+    Charts::of(run).render(chart, format)
 }
 
 /// Something that draws itself on any plotters backend: a chart, a heatmap, a Pareto front.

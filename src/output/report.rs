@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use crate::base::escape::html as escape;
 use crate::claims::{evaluate, number};
-use crate::output::charts::{Chart, ChartError, Format, nothing_to_show, render};
+use crate::output::charts::{Chart, ChartError, Charts, Format};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
 use crate::vocabulary::metric::METRICS;
@@ -188,7 +188,8 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
         service_table(&mut page, run);
     }
     page.push_str("<h2>Charts</h2>\n");
-    let overview = render(run, Chart::Overview, Format::Svg)?;
+    let charts = Charts::of(run);
+    let overview = charts.render(Chart::Overview, Format::Svg)?;
     let _ = write!(
         page,
         "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
@@ -219,7 +220,7 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
     ];
     for (chart, caption) in captions {
         // A chart with nothing to show is its sentence, not a picture of it.
-        if let Some(why) = nothing_to_show(run, chart) {
+        if let Some(why) = charts.nothing_to_show(chart) {
             let _ = writeln!(
                 page,
                 "<p class=\"meta\">No {} chart: {}.</p>",
@@ -228,7 +229,7 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
             );
             continue;
         }
-        let svg = render(run, chart, Format::Svg)?;
+        let svg = charts.render(chart, Format::Svg)?;
         let _ = write!(
             page,
             "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>\n",
