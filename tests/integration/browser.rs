@@ -135,27 +135,29 @@ fn fresh(name: &str) -> PathBuf {
     folder
 }
 
-/// Runs the bundled scenario `name` into `out` and gives its report's path.
-fn report(name: &str, out: &Path) -> PathBuf {
-    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .args(["run", &format!("scenarios/{name}.toml"), "--out"])
-        .arg(out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("retrystorm runs");
+/// Runs `retrystorm` with `args` and `--out out`, which must succeed.
+fn run_into(args: &[&str], out: &Path) {
+    let mut args = args.to_vec();
+    args.extend(["--out", out.to_str().unwrap()]);
+    let output = crate::support::retrystorm(&args);
     assert!(
         output.status.success(),
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
+}
+
+/// Runs the bundled scenario `name` into `out` and gives its report's path.
+fn report(name: &str, out: &Path) -> PathBuf {
+    run_into(&["run", &format!("scenarios/{name}.toml")], out);
     out.join(name).join("report.html")
 }
 
 /// Runs a sweep of the bundled tuning scenario (two numeric keys and one more, so it has a
 /// Pareto front and faceted heatmaps) into `out` and gives its report's path.
 fn sweep_report(out: &Path) -> PathBuf {
-    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .args([
+    run_into(
+        &[
             "sweep",
             "scenarios/tuning.toml",
             "--grid",
@@ -170,16 +172,8 @@ fn sweep_report(out: &Path) -> PathBuf {
             "success_rate>=0.95",
             "--minimize",
             "p99_ms",
-            "--out",
-        ])
-        .arg(out)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("retrystorm runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+        ],
+        out,
     );
     out.join("tuning-sweep").join("report.html")
 }
