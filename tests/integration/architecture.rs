@@ -210,27 +210,53 @@ fn violations(files: &BTreeMap<ModulePath, String>, layers: &[String]) -> Vec<St
             }
         }
     }
-    for cycle in cycles(&uses) {
-        let members: BTreeSet<&ModulePath> = cycle.iter().copied().collect();
+    for component in cycles(&uses) {
+        let cycle = shortest_cycle(&uses, &component);
         let edges: Vec<String> = cycle
             .iter()
-            .flat_map(|&from| {
-                uses[from]
-                    .iter()
-                    .filter(|to| members.contains(to))
-                    .map(|to| {
-                        format!(
-                            "{} -> {} ({})",
-                            from.join("::"),
-                            to.join("::"),
-                            examples[&(from.clone(), to.clone())]
-                        )
-                    })
+            .zip(cycle.iter().cycle().skip(1))
+            .map(|(&from, &to)| {
+                format!(
+                    "{} -> {} ({})",
+                    from.join("::"),
+                    to.join("::"),
+                    examples[&(from.clone(), to.clone())]
+                )
             })
             .collect();
         problems.push(format!("a cycle: {}", edges.join(", ")));
     }
     problems
+}
+
+/// The shortest cycle within `component` (a strongly connected one), from its first member: a
+/// breadth-first search back to it, so that the message names the few uses to undo rather than
+/// every use among the members.
+fn shortest_cycle<'a>(
+    uses: &'a BTreeMap<ModulePath, BTreeSet<ModulePath>>,
+    component: &[&'a ModulePath],
+) -> Vec<&'a ModulePath> {
+    let members: BTreeSet<&ModulePath> = component.iter().copied().collect();
+    let start = component[0];
+    let mut came_from: BTreeMap<&ModulePath, &ModulePath> = BTreeMap::new();
+    let mut queue = std::collections::VecDeque::from([start]);
+    while let Some(node) = queue.pop_front() {
+        for next in uses.get(node).into_iter().flatten() {
+            if next == start {
+                let mut path = vec![node];
+                while let Some(&before) = came_from.get(path.last().unwrap()) {
+                    path.push(before);
+                }
+                path.reverse();
+                return path;
+            }
+            if members.contains(next) && next != start && !came_from.contains_key(next) {
+                came_from.insert(next, node);
+                queue.push_back(next);
+            }
+        }
+    }
+    unreachable!("a strongly connected component has a cycle through each member")
 }
 
 /// The strongly connected components of more than one file (Tarjan's algorithm).
@@ -340,7 +366,7 @@ fn the_checker_reports_a_use_upwards_and_a_cycle() {
         problems,
         [
             "low (layer low) uses high::Thing (layer high, above it)",
-            "a cycle: high -> mid (high uses mid::b::Z), low -> high (low uses high::Thing), mid -> low (mid uses low::X)",
+            "a cycle: high -> mid (high uses mid::b::Z), mid -> low (mid uses low::X), low -> high (low uses high::Thing)",
             "a cycle: mid::a -> mid::b (mid::a uses mid::b::Z), mid::b -> mid::a (mid::b uses mid::a::Y)",
         ],
         "{problems:#?}"
