@@ -74,6 +74,7 @@
 //! instant stops the run with [`Stalled`], an error that names the loop, before its timers fill
 //! the memory.
 
+mod ahead;
 mod arrivals;
 mod awaiting;
 mod client;
@@ -86,7 +87,7 @@ mod server;
 pub mod service;
 
 use crate::base::distribution::Distribution;
-use crate::base::random::{Purpose, Stream};
+use crate::base::random::{Identity, Keyed, Purpose, Random, RequestWords, Stream};
 use crate::base::slab::{Key, Slab};
 use crate::base::time::Micros;
 use crate::control::ControlSet;
@@ -279,10 +280,8 @@ enum Stage {
 #[derive(Debug)]
 struct Attempt {
     operation: Key,
-    /// Its place in the order of sending, from 0: the order in which a crash resets the
-    /// requests it holds, and the end of the run commits the writes in service, whatever slots
-    /// they occupy (a slot is an accident of when memory was freed).
-    number: u64,
+    /// Which attempt of its call it is, from 0; a status check carries the index of the
+    /// attempt it asks about. Its [`Identity`] is in `Engine::drawn`.
     index: u16,
     status_check: bool,
     /// A user client sent it (else a service calling the next one).
@@ -304,7 +303,8 @@ struct Attempt {
 /// behalf of one (then [`DownstreamCall`] says whose).
 #[derive(Debug)]
 struct Operation {
-    /// The user operation's number (for a downstream call, its user operation's).
+    /// A user operation's number, from 0 in start order; a service's call to the next, its
+    /// name, [`Identity::call_made_by`] of the request that made it. It names the call's draws.
     id: u64,
     client: u32,
     endpoint: u16,
@@ -400,6 +400,24 @@ enum LastRetry {
     Failure,
     /// A timeout.
     Timeout,
+}
+
+/// What a request draws, kept beside it from its sending on: who it is, and the first words of
+/// its draws (see `Engine::drawn`).
+#[derive(Debug, Clone, Copy)]
+struct Drawn {
+    identity: Identity,
+    words: RequestWords,
+}
+
+/// The [`Identity`] of attempt `index` of call `call` (its [`Operation::id`]), or of the status
+/// check about it: who the request's draws belong to.
+#[inline]
+fn request_identity(call: u64, index: u16, status_check: bool) -> Identity {
+    Identity {
+        call,
+        part: u32::from(index) | u32::from(status_check) << 16,
+    }
 }
 
 impl Operation {
@@ -513,11 +531,17 @@ struct Engine<'a, O: Observer> {
     recorder: Recorder,
     /// The arrivals of an open loop.
     open_arrivals: Option<OpenArrivals<'a>>,
-    /// A closed loop's start times and think times.
+    /// A closed loop's start times.
     arrivals: Stream,
     operations_stream: Stream,
-    network: Stream,
-    jitter: Stream,
+    /// Every draw of a request, addressed by it.
+    keyed: Keyed,
+    /// Per attempt slot, the [`Identity`] and the [`RequestWords`] of its request, for its
+    /// draws after it is sent: apart from the attempts' records, which then fit a cache line,
+    /// and read only where a request draws.
+    drawn: Vec<Drawn>,
+    /// Retries being sent ahead of their time, one inside another (see [`ahead`]).
+    retries_ahead: u8,
     operations: Slab<Operation>,
     /// The [`DownstreamCall`] of each operation slot that holds a downstream call; empty
     /// without a topology.
@@ -548,9 +572,11 @@ struct Engine<'a, O: Observer> {
     /// start operations on their own schedule (an open loop), and no control or hedge of theirs
     /// watches the response arrive.
     learn_successes_early: bool,
+    /// A user's failure may be learned as it is sent too: as for a success, and no endpoint of
+    /// theirs asks a status endpoint after a failure, the one reaction that sends at once (any
+    /// other schedules its retry for later, as an event).
+    learn_failures_early: bool,
     next_operation_id: u64,
-    /// The next attempt's [`Attempt::number`].
-    next_attempt_number: u64,
     /// User operations started and not ended.
     unfinished: u64,
     /// Simulated time stopped advancing: the run ends with this error.
@@ -563,6 +589,10 @@ impl<'a, O: Observer> Engine<'a, O> {
         let mut events = EventQueue::default();
         let lanes = Lanes::new(&mut events, model);
         let hears_attempts = observer.hears_attempts();
+        let learn_successes_early = !hears_attempts
+            && matches!(model.users.workload, Arrivals::Open { .. })
+            && model.users.policy.controls.is_empty()
+            && model.users.policy.hedging.is_none();
         Engine {
             model,
             observer,
@@ -587,8 +617,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             },
             arrivals: Stream::new(seed, Purpose::Arrivals),
             operations_stream: Stream::new(seed, Purpose::Operations),
-            network: Stream::new(seed, Purpose::Network),
-            jitter: Stream::new(seed, Purpose::Jitter),
+            keyed: Keyed::new(seed),
+            drawn: Vec::new(),
+            retries_ahead: 0,
             operations: Slab::default(),
             downstream: Vec::new(),
             attempts: Slab::default(),
@@ -640,12 +671,14 @@ impl<'a, O: Observer> Engine<'a, O> {
                     || policy.retry_after == RetryAfterMode::Pushback
             }),
             hears_attempts,
-            learn_successes_early: !hears_attempts
-                && matches!(model.users.workload, Arrivals::Open { .. })
-                && model.users.policy.controls.is_empty()
-                && model.users.policy.hedging.is_none(),
+            learn_successes_early,
+            learn_failures_early: learn_successes_early
+                && !model
+                    .users
+                    .endpoints
+                    .iter()
+                    .any(|endpoint| endpoint.status_endpoint && !endpoint.idempotent_method),
             next_operation_id: 0,
-            next_attempt_number: 0,
             unfinished: 0,
             stalled: None,
         }
@@ -822,6 +855,28 @@ impl<'a, O: Observer> Engine<'a, O> {
         for service in &mut self.services {
             service.record_state(now);
         }
+    }
+
+    /// Keeps what the request at `key`, just sent, draws.
+    #[inline]
+    fn keep_drawn(&mut self, key: Key, drawn: Drawn) {
+        let slot = key.slot as usize;
+        if slot >= self.drawn.len() {
+            self.drawn.resize(
+                slot + 1,
+                Drawn {
+                    identity: request_identity(0, 0, false),
+                    words: RequestWords::default(),
+                },
+            );
+        }
+        self.drawn[slot] = drawn;
+    }
+
+    /// What the live request at `key` draws.
+    #[inline]
+    fn drawn(&self, key: Key) -> Drawn {
+        self.drawn[key.slot as usize]
     }
 
     /// The extras of the call at `key` (nothing stored when no feature needs them).

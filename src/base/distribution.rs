@@ -14,7 +14,7 @@ use std::fmt;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::base::random::Stream;
+use crate::base::random::Random;
 use crate::base::time::{Duration, Micros};
 
 /// A distribution of non-negative durations.
@@ -83,9 +83,9 @@ impl Distribution {
         self.mean_micros() == 0.0
     }
 
-    /// One draw, rounded to whole microseconds. A constant draws nothing from the stream.
+    /// One draw, rounded to whole microseconds. A constant draws nothing.
     #[inline]
-    pub fn sample(&self, stream: &mut Stream) -> Micros {
+    pub fn sample(&self, stream: &mut impl Random) -> Micros {
         let value = match *self {
             Distribution::Constant(value) => return value.0,
             Distribution::Exponential { mean } => stream.exponential(mean.0 as f64),
@@ -349,7 +349,7 @@ impl Serialize for Distribution {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::random::Purpose;
+    use crate::base::random::{Purpose, Stream};
 
     #[derive(Debug, Deserialize, Serialize, PartialEq)]
     struct Holder {
@@ -458,7 +458,7 @@ mod tests {
 
     #[test]
     fn sample_means_match_the_declared_mean() {
-        let mut stream = Stream::new(3, Purpose::Service);
+        let mut stream = Stream::new(3, Purpose::Limit);
         let distributions = [
             Distribution::Exponential {
                 mean: Duration::from_ms(2),
@@ -507,7 +507,7 @@ mod tests {
             median: Duration::from_ms(10),
             p99: Duration::from_ms(80),
         };
-        let mut stream = Stream::new(5, Purpose::Service);
+        let mut stream = Stream::new(5, Purpose::Limit);
         let n = 400_000;
         let mut samples: Vec<u64> = (0..n).map(|_| distribution.sample(&mut stream)).collect();
         samples.sort_unstable();

@@ -296,7 +296,7 @@ mod tests {
             ..CircuitBreakerConfig::default()
         };
         let mut breaker = CircuitBreaker::new(&config);
-        let mut random = Stream::new(1, Purpose::Jitter);
+        let mut random = Stream::new(1, Purpose::ClientControl);
         for call in 0..9 {
             assert!(breaker.admit_send(call, false, &mut random));
             breaker.attempt_ended(call, &ended(call >= 5, 1000));
@@ -339,7 +339,7 @@ mod tests {
             ..CircuitBreakerConfig::default()
         };
         let mut breaker = CircuitBreaker::new(&config);
-        let mut random = Stream::new(1, Purpose::Jitter);
+        let mut random = Stream::new(1, Purpose::ClientControl);
         for _ in 0..3 {
             breaker.attempt_ended(0, &ended(true, 1000));
         }
@@ -508,7 +508,7 @@ mod tests {
         fn the_breaker_follows_the_reference_state_machine(config in config(), steps in steps()) {
             let mut breaker = CircuitBreaker::new(&config);
             let mut reference = Reference::new(config);
-            let mut random = Stream::new(1, Purpose::Jitter);
+            let mut random = Stream::new(1, Purpose::ClientControl);
             let mut now = 0;
             let mut in_flight = 0u32;
             for (step, advance, ok, latency) in steps {

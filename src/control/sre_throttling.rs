@@ -16,7 +16,7 @@
 //! error it produced after accepting it; rejections, resets and timeouts are not.
 
 use super::{AttemptEnd, Control, SlidingWindow};
-use crate::base::random::Stream;
+use crate::base::random::{Random, Stream};
 use crate::base::time::{MICROS_PER_SECOND, Micros};
 
 /// Slices of the window.
@@ -99,7 +99,7 @@ mod tests {
     #[test]
     fn the_probability_is_the_books_formula() {
         let mut throttle = SreThrottling::new(&SreThrottlingConfig::default());
-        let mut random = Stream::new(1, Purpose::Jitter);
+        let mut random = Stream::new(1, Purpose::ClientControl);
         for request in 0..100 {
             throttle.window.add(0, [1, 0]);
             if request < 30 {
@@ -125,7 +125,7 @@ mod tests {
     #[test]
     fn a_dead_backend_is_left_alone() {
         let mut throttle = SreThrottling::new(&SreThrottlingConfig::default());
-        let mut random = Stream::new(7, Purpose::Jitter);
+        let mut random = Stream::new(7, Purpose::ClientControl);
         let sent = (0..10_000)
             .filter(|_| throttle.admit_send(0, false, &mut random))
             .count();

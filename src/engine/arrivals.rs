@@ -7,7 +7,7 @@
 //! event waiting for it: the same draws, in the same order, giving the same arrivals.
 
 use crate::base::capacity::CapacityCurve;
-use crate::base::random::Stream;
+use crate::base::random::{Random, Stream};
 use crate::base::time::Micros;
 
 /// Arrivals drawn per batch.

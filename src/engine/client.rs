@@ -4,10 +4,10 @@
 //! ([`Engine::finish`]).
 
 use super::{
-    Attempt, AttemptRecord, DownstreamCall, Engine, Event, LastRetry, MAX_INSTANT_OPERATIONS,
-    Observer, Operation, Reply, Stage, Stalled,
+    Attempt, AttemptRecord, DownstreamCall, Drawn, Engine, Event, LastRetry, MAX_INSTANT_OPERATIONS,
+    Observer, Operation, Reply, Stage, Stalled, request_identity,
 };
-use crate::base::random::Stream;
+use crate::base::random::{Draw, Identity, Random};
 use crate::base::slab::Key;
 use crate::base::time::{MICROS_PER_MS, Micros};
 use crate::control::{AttemptEnd, CallEnd, ControlSet};
@@ -112,7 +112,8 @@ impl<O: Observer> Engine<'_, O> {
             .operations
             .get(request.operation)
             .expect("operations outlive their attempts");
-        let (id, client, endpoint) = (served.id, served.client, served.endpoint);
+        let (client, endpoint) = (served.client, served.endpoint);
+        let id = self.drawn(parent).identity.call_made_by(number);
         let logical = self.logical(request.operation, served);
         self.operations
             .get_mut(logical)
@@ -253,7 +254,9 @@ impl<O: Observer> Engine<'_, O> {
             .operations
             .get_mut(key)
             .expect("a live operation sends");
-        let index = operation.attempt;
+        let (index, call_id) = (operation.attempt, operation.id);
+        let identity = request_identity(call_id, index, status_check);
+        let words = self.keyed.request_words(identity);
         operation.live_attempts += 1;
         let hedge = !status_check && hedged;
         if hedge {
@@ -283,36 +286,49 @@ impl<O: Observer> Engine<'_, O> {
                 counts.retries += 1;
             }
         }
-        let lost = self.network.chance(self.model.network.request_loss.get());
-        let number = self.next_attempt_number;
-        self.next_attempt_number += 1;
+        let reaches = self.request_reaches(identity, words, now);
         let attempt = self.attempts.insert(Attempt {
             operation: key,
-            number,
             index,
             status_check,
             service,
             from_user,
             sent: now,
             gives_up,
-            server_holds: !lost,
+            server_holds: reaches.is_some(),
             stage: Stage::Travelling,
             service_start: 0,
             reply: Reply::Pending,
         });
         self.awaiting.start(attempt);
+        self.keep_drawn(attempt, Drawn { identity, words });
         self.recorder
             .in_flight(self.operations.len(), self.attempts.len());
-        let timeouts = self.lanes.timeouts(call);
-        self.events
-            .push_in(timeouts, gives_up, Event::Timeout(attempt));
         if hedge {
             self.hedge_sent(key, attempt);
         }
-        if !lost {
-            let arrives = now + self.model.network.latency.sample(&mut self.network);
-            self.lanes
-                .push_message(&mut self.events, arrives, Event::Reach(attempt));
+        if let Some(reaches) = reaches {
+            match self.services[usize::from(service)].certain_refusal(reaches) {
+                None => {
+                    self.lanes
+                        .push_message(&mut self.events, reaches, Event::Reach(attempt));
+                }
+                // A service down by its capacity curve until the request reaches it: the
+                // refusal is handled as the request is sent, at the time it reaches.
+                Some(refusal) => {
+                    self.now = reaches;
+                    self.refuse_at_reach(attempt, service, refusal);
+                    self.now = now;
+                }
+            }
+        }
+        // A timer only if it can still fire: not for an attempt whose answer is learned
+        // already. A retry sent ahead of its time always is (`Engine::schedule_retry`).
+        debug_assert!(self.retries_ahead == 0 || !self.awaiting.contains(attempt));
+        if self.awaiting.contains(attempt) {
+            let timeouts = self.lanes.timeouts(call);
+            self.events
+                .push_in(timeouts, gives_up, Event::Timeout(attempt));
         }
     }
 
@@ -432,15 +448,15 @@ impl<O: Observer> Engine<'_, O> {
                         .get_mut(operation)
                         .expect("live operation")
                         .checking = false;
-                    self.decide(operation, None, true, None, false)
+                    self.decide(operation, key, None, true, None, false)
                 }
                 // Still being processed: ask again later, as after a transport error.
                 (false, Reply::StillPending)
                 | (true, _)
                 | (false, Reply::Reset | Reply::Refused) => {
-                    self.decide(operation, None, true, None, timed_out)
+                    self.decide(operation, key, None, true, None, timed_out)
                 }
-                (false, _) => self.decide(operation, status, false, retry_after, false),
+                (false, _) => self.decide(operation, key, status, false, retry_after, false),
             }
         } else if self.hedging_anywhere && self.extras(operation).hedged {
             self.hedges[operation.slot as usize].remove(key);
@@ -459,8 +475,8 @@ impl<O: Observer> Engine<'_, O> {
             match (timed_out, reply) {
                 (false, Reply::Ok) => self.succeed(operation),
                 _ => match transport_error(timed_out, reply) {
-                    Some(error) => self.no_response(operation, error),
-                    None => self.decide(operation, status, false, retry_after, false),
+                    Some(error) => self.no_response(operation, key, error),
+                    None => self.decide(operation, key, status, false, retry_after, false),
                 },
             }
         };
@@ -489,7 +505,12 @@ impl<O: Observer> Engine<'_, O> {
     /// operation may have written, else let the decision judge it: as a transport error if the
     /// policy retries this kind (`retryable_transport_errors`), else as no signal at all, which
     /// the decision does not retry (`not-transient`).
-    fn no_response(&mut self, key: Key, error: TransportError) -> (Option<Micros>, NextStep) {
+    fn no_response(
+        &mut self,
+        key: Key,
+        after: Key,
+        error: TransportError,
+    ) -> (Option<Micros>, NextStep) {
         let operation = self.operations.get(key).expect("live operation");
         let endpoint = &self.model.users.endpoints[usize::from(operation.endpoint)];
         if endpoint.status_endpoint && !endpoint.idempotent_method {
@@ -507,7 +528,8 @@ impl<O: Observer> Engine<'_, O> {
         let retryable = policy_of(self.model, call)
             .retryable_transport
             .contains(error);
-        self.decide(key, None, retryable, None, error == TransportError::Timeout)
+        let timed_out = error == TransportError::Timeout;
+        self.decide(key, after, None, retryable, None, timed_out)
     }
 
     /// Asks the retry decision and acts on it. While the caller is asking the status endpoint,
@@ -518,6 +540,7 @@ impl<O: Observer> Engine<'_, O> {
     fn decide(
         &mut self,
         key: Key,
+        after: Key,
         status: Option<u16>,
         transport_error: bool,
         retry_after: Option<Micros>,
@@ -536,13 +559,15 @@ impl<O: Observer> Engine<'_, O> {
             };
             return self.fail(key, reason);
         }
-        let jitter: &mut Stream = match call {
-            None => &mut self.jitter,
-            Some(call) => &mut self.services[usize::from(call.service)].jitter,
-        };
+        // The decision after request `after`, whoever makes it.
+        let failed = self.drawn(after);
+        let mut draws = self
+            .keyed
+            .draws_from(Draw::Retry, failed.identity, failed.words.retry());
+        let random = draws.unit();
         let retry_after_random =
             if policy.retry_after == RetryAfterMode::HonorJittered && retry_after.is_some() {
-                jitter.unit()
+                draws.unit()
             } else {
                 0.5
             };
@@ -556,7 +581,7 @@ impl<O: Observer> Engine<'_, O> {
             base_ms: policy.base_ms,
             cap_ms: policy.cap_ms,
             max_attempts: f64::from(policy.max_attempts),
-            random: jitter.unit(),
+            random,
             retry_after_ms: retry_after.map(|micros| micros as f64 / MICROS_PER_MS as f64),
             idempotency_key: endpoint.idempotency_key,
             status_endpoint: endpoint.status_endpoint,
@@ -600,7 +625,7 @@ impl<O: Observer> Engine<'_, O> {
                         };
                     }
                 }
-                self.events.push(self.now + delay, Event::Send(key));
+                self.schedule_retry(key, self.now + delay);
                 (Some(delay), NextStep::Retry)
             }
             Decision::Stop(reason) => {
@@ -660,8 +685,17 @@ impl<O: Observer> Engine<'_, O> {
             None => {
                 self.unfinished -= 1;
                 if let Arrivals::Closed { think_mean_us, .. } = self.model.users.workload {
-                    let think = self.arrivals.exponential(think_mean_us) as Micros;
                     let operation = self.operations.get(key).expect("live operation");
+                    let think = self
+                        .keyed
+                        .draws(
+                            Draw::Think,
+                            Identity {
+                                call: operation.id,
+                                part: 0,
+                            },
+                        )
+                        .exponential(think_mean_us) as Micros;
                     let streak = if think == 0 && operation.start == self.now {
                         operation.instant_streak + 1
                     } else {

@@ -2,7 +2,8 @@
 //! worked on, makes the service's downstream calls, and is answered. The decisions are the
 //! [`Service`]'s own; this is where they meet the requests' records and the network.
 
-use super::{Attempt, DownstreamCall, Engine, Event, Observer, Reply, Stage};
+use super::{Attempt, DownstreamCall, Drawn, Engine, Event, Observer, Reply, Stage};
+use crate::base::random::Draw;
 use crate::base::slab::Key;
 use crate::base::time::Micros;
 use crate::engine::idempotency::{KeyState, KeyVerdict};
@@ -36,35 +37,27 @@ impl<'a, O: Observer> Engine<'a, O> {
             .expect("a travelling attempt is live");
         let (operation, status_check, id) =
             (attempt.operation, attempt.status_check, attempt.service);
-        let service = self.service(id);
-        service.counts(now).received += 1;
-        match service.refusal() {
-            None => {}
-            // No worker is up to refuse it, so refusing costs none (`RejectionCost`).
-            Some(Refusal::Reject) => {
-                service.counts(now).rejected_outage += 1;
-                let retry_after = service.model.retry_after;
-                return self.reply(key, Reply::Overloaded { retry_after });
-            }
-            Some(Refusal::Reset) => {
-                service.counts(now).rejected_outage += 1;
-                return self.reply(key, Reply::Refused);
-            }
-            Some(Refusal::Blackhole) => return self.drop_request(key),
+        if let Some(refusal) = self.service(id).refusal() {
+            return self.refuse_at_reach(key, id, refusal);
         }
+        self.service(id).counts(now).received += 1;
         let (operation_key, operation) = (
             operation,
             self.operations.get(operation).expect("live operation"),
         );
         let (client, logical) = (operation.client, self.logical(operation_key, operation));
         let keyed = self.model.users.endpoints[usize::from(operation.endpoint)].idempotency_key;
+        let error_draws = self.model.services[usize::from(id)]
+            .errors
+            .is_some()
+            .then(|| self.keyed.draws(Draw::Error, self.drawn(key).identity));
         let service = &mut self.services[usize::from(id)];
         if let Err(retry_after) = service.rate_limit(now, client) {
             service.counts(now).rate_limited += 1;
             self.charge(id, RejectionKind::RateLimit);
             return self.reply(key, Reply::RateLimited { retry_after });
         }
-        if let Some(status) = service.injected_error() {
+        if let Some(status) = error_draws.and_then(|draws| service.injected_error(draws)) {
             service.counts(now).errors += 1;
             return self.reply(key, Reply::Error(status));
         }
@@ -89,6 +82,26 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
         }
         self.admit(key);
+    }
+
+    /// Service `id`, down, refuses request `key` as it reaches it (now), as `refusal` says.
+    /// No worker is up to refuse it, so refusing costs none (`RejectionCost`).
+    pub(super) fn refuse_at_reach(&mut self, key: Key, id: ServiceId, refusal: Refusal) {
+        let now = self.now;
+        let service = self.service(id);
+        service.counts(now).received += 1;
+        match refusal {
+            Refusal::Reject => {
+                service.counts(now).rejected_outage += 1;
+                let retry_after = service.model.retry_after;
+                self.reply(key, Reply::Overloaded { retry_after })
+            }
+            Refusal::Reset => {
+                service.counts(now).rejected_outage += 1;
+                self.reply(key, Reply::Refused)
+            }
+            Refusal::Blackhole => self.drop_request(key),
+        }
     }
 
     /// A free worker, else the queue, else an overload rejection.
@@ -196,7 +209,12 @@ impl<'a, O: Observer> Engine<'a, O> {
         attempt.stage = Stage::InService;
         attempt.service_start = now;
         let id = attempt.service;
-        let done = self.service(id).begin_work(now, key);
+        let Drawn { identity, words } = self.drawn(key);
+        let service_time = self
+            .keyed
+            .draws_from(Draw::ServiceTime, identity, words.service_time());
+        let hit = self.keyed.draws(Draw::Cache, identity);
+        let done = self.service(id).begin_work(now, key, service_time, hit);
         self.events.push(done, Event::WorkDone(key));
     }
 
@@ -225,9 +243,11 @@ impl<'a, O: Observer> Engine<'a, O> {
         let service = self.service(id);
         service.release_worker_after(now, held.start, held.caller_waiting);
         service.read_row(key);
-        self.attempts.get_mut(key).expect("live attempt").stage = Stage::Writing;
+        let attempt = self.attempts.get_mut(key).expect("live attempt");
+        attempt.stage = Stage::Writing;
+        let mut draws = self.keyed.draws(Draw::RowTrip, self.drawn[key.slot as usize].identity);
         let latency = &self.model.network.latency;
-        let travel = latency.sample(&mut self.network) + latency.sample(&mut self.network);
+        let travel = latency.sample(&mut draws) + latency.sample(&mut draws);
         self.events.push(now + travel, Event::WriteArrives(key));
         self.dispatch(id);
     }
@@ -495,13 +515,13 @@ impl<'a, O: Observer> Engine<'a, O> {
         keys
     }
 
-    /// Puts requests in the order they were sent.
+    /// Puts requests in the order they were sent, those sent at one instant in the order of
+    /// their identities: an order that no slab slot and no event order at equal times affects.
     fn in_sending_order(&self, keys: &mut [Key]) {
         keys.sort_unstable_by_key(|&key| {
-            self.attempts
-                .get(key)
-                .expect("requests to order are live")
-                .number
+            let attempt = self.attempts.get(key).expect("requests to order are live");
+            let identity = self.drawn(key).identity;
+            (attempt.sent, identity.call, identity.part)
         });
     }
 
@@ -516,25 +536,29 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// The service answers; the network may lose the answer.
     ///
-    /// A user's success that will arrive before the attempt times out and before the run's end
-    /// is learned at once, at the time it arrives, rather than as an event of its own: for a
-    /// user whose operations start on their own schedule, with no control or hedge watching,
-    /// nothing that happens before it arrives changes what the user makes of it, and what the
-    /// user does with it (counts, the latency, the end of the operation) changes nothing any
-    /// other event sees before then. The draws are the same, and the run's results; a
-    /// quarter of a healthy run's events are gone.
+    /// A user's answer that will arrive before the attempt times out and before the run's end
+    /// is learned at once, at the time it arrives, rather than as an event of its own, when
+    /// nothing that happens before it arrives can change what the user makes of it (see
+    /// `Engine::learn_successes_early` and `Engine::learn_failures_early`): the user's counts,
+    /// the operation's end, or the retry it schedules for later are what they would have been,
+    /// and nothing any other event sees before then changes. Every draw is addressed by its
+    /// request, so learning early moves none.
     fn reply(&mut self, key: Key, reply: Reply) {
         let attempt = self.attempts.get_mut(key).expect("live attempt");
         attempt.reply = reply;
         attempt.stage = Stage::Responding;
         let (user, status_check, gives_up) =
             (attempt.from_user, attempt.status_check, attempt.gives_up);
-        if self.network.chance(self.model.network.response_loss.get()) {
+        let Drawn { identity, words } = self.drawn(key);
+        let Some(arrives) = self.response_arrives(identity, words.response(), self.now) else {
             return self.drop_request(key);
-        }
-        let arrives = self.now + self.model.network.latency.sample(&mut self.network);
-        if self.learn_successes_early
-            && reply == Reply::Ok
+        };
+        let learn_early = if reply == Reply::Ok {
+            self.learn_successes_early
+        } else {
+            self.learn_failures_early
+        };
+        if learn_early
             && user
             && !status_check
             && arrives < gives_up

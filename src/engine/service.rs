@@ -23,7 +23,7 @@ pub mod rate_limiter;
 
 use std::collections::BTreeMap;
 
-use crate::base::random::{Purpose, Stream};
+use crate::base::random::{Draws, Purpose, Random, Stream};
 use crate::base::slab::Key;
 use crate::base::time::Micros;
 use crate::engine::counters::{Buckets, ServiceRecord};
@@ -128,6 +128,8 @@ pub struct Service<'m> {
     /// What the service is.
     pub model: &'m ServiceModel,
     available: u64,
+    /// Until when (exclusive) the capacity curve keeps `available` as it is: its next change.
+    available_until: Micros,
     /// Workers holding a request or paying for rejections.
     busy: u64,
     /// Of the busy workers, those paying for rejections.
@@ -139,7 +141,6 @@ pub struct Service<'m> {
     peak_queue_len: u64,
     limit: Option<ConcurrencyLimit>,
     limit_random: Stream,
-    cache_random: Stream,
     /// Per attempt slot, for the limit and the cache.
     requests: Vec<RequestRecord>,
     /// Crash, restart, cold start, cache warmth.
@@ -149,10 +150,6 @@ pub struct Service<'m> {
     rate_limiter: Option<RateLimiter>,
     keys: Vec<KeyRecord>,
     waiting_on_key: BTreeMap<u32, Vec<Key>>,
-    service_times: Stream,
-    errors: Stream,
-    /// Jitter of its retries toward the services it calls.
-    pub jitter: Stream,
     counts: Buckets<ServiceBucket>,
 }
 
@@ -169,6 +166,7 @@ impl<'m> Service<'m> {
         Service {
             model,
             available: 0,
+            available_until: 0,
             busy: 0,
             rejecting: 0,
             rejection_debt: 0,
@@ -179,7 +177,6 @@ impl<'m> Service<'m> {
                 .as_ref()
                 .map(|limit| ConcurrencyLimit::new(&limit.algorithm)),
             limit_random: Stream::owned(seed, Purpose::Limit, id),
-            cache_random: Stream::owned(seed, Purpose::Cache, id),
             requests: Vec::new(),
             health: Health::new(model),
             row_version: 0,
@@ -189,9 +186,6 @@ impl<'m> Service<'m> {
                 .map(|limit| RateLimiter::new(limit, clients)),
             keys: Vec::new(),
             waiting_on_key: BTreeMap::new(),
-            service_times: Stream::owned(seed, Purpose::Service, id),
-            errors: Stream::owned(seed, Purpose::Errors, id),
-            jitter: Stream::owned(seed, Purpose::CallerJitter, id),
             counts: Buckets::new(bucket),
         }
     }
@@ -219,6 +213,7 @@ impl<'m> Service<'m> {
     /// changes.
     pub fn update_capacity(&mut self, now: Micros) -> (bool, Option<Micros>) {
         let next = self.model.capacity.next_change(now);
+        self.available_until = next.unwrap_or(Micros::MAX);
         if self.health.is_down() {
             return (false, next);
         }
@@ -272,6 +267,19 @@ impl<'m> Service<'m> {
         }
     }
 
+    /// What happens to a request that will reach the service at `at`, if that is certain now:
+    /// the capacity curve has it down from now until then and it does not let requests wait,
+    /// and no overload can crash it meanwhile (only the load decides a crash). A request that
+    /// reaches an outage's first or last instant is never certain: the curve's change is an
+    /// event of that instant, and which comes first is the order of events.
+    #[inline]
+    pub fn certain_refusal(&self, at: Micros) -> Option<Refusal> {
+        if self.available > 0 || at >= self.available_until || self.model.crash.is_some() {
+            return None;
+        }
+        self.refusal()
+    }
+
     /// The rate limiter's verdict on a request of `client` at `now`: `Err` carries the
     /// Retry-After.
     #[inline]
@@ -282,13 +290,11 @@ impl<'m> Service<'m> {
         }
     }
 
-    /// An injected error's status, if this request draws one.
+    /// An injected error's status, if the request whose `draws` these are draws one.
     #[inline]
-    pub fn injected_error(&mut self) -> Option<u16> {
+    pub fn injected_error(&self, mut draws: Draws) -> Option<u16> {
         let errors = self.model.errors?;
-        self.errors
-            .chance(errors.rate.get())
-            .then_some(errors.status)
+        draws.chance(errors.rate.get()).then_some(errors.status)
     }
 
     // ---- workers and queue -----------------------------------------------------------------
@@ -327,27 +333,40 @@ impl<'m> Service<'m> {
     }
 
     /// A worker takes request `attempt` at `now`; returns when its own work is done: a cache
-    /// hit's time or a service time (a miss), longer while the service is cold.
+    /// hit's time or a service time (a miss), longer while the service is cold. The request's
+    /// draws for its service time and its cache are `service_time` and `hit`.
     #[inline]
-    pub fn begin_work(&mut self, now: Micros, attempt: Key) -> Micros {
+    pub fn begin_work(
+        &mut self,
+        now: Micros,
+        attempt: Key,
+        mut service_time: Draws,
+        hit: Draws,
+    ) -> Micros {
         self.busy += 1;
         if self.model.cache.is_none() && self.model.cold_start.is_none() {
-            return now + self.model.service_time.sample(&mut self.service_times);
+            return now + self.model.service_time.sample(&mut service_time);
         }
-        self.cache_or_cold_work(now, attempt)
+        self.cache_or_cold_work(now, attempt, service_time, hit)
     }
 
     /// [`Service::begin_work`] with a cache or a cold start to account for.
     #[inline(never)]
-    fn cache_or_cold_work(&mut self, now: Micros, attempt: Key) -> Micros {
+    fn cache_or_cold_work(
+        &mut self,
+        now: Micros,
+        attempt: Key,
+        mut service_time: Draws,
+        mut hit: Draws,
+    ) -> Micros {
         let work = match self.health.hit_ratio() {
-            None => self.model.service_time.sample(&mut self.service_times),
+            None => self.model.service_time.sample(&mut service_time),
             Some(hit_ratio) => {
-                let hit = self.cache_random.unit() < hit_ratio;
+                let hit = hit.unit() < hit_ratio;
                 self.request(attempt).miss = !hit;
                 match (hit, &self.model.cache) {
                     (true, Some(cache)) => cache.hit_time,
-                    _ => self.model.service_time.sample(&mut self.service_times),
+                    _ => self.model.service_time.sample(&mut service_time),
                 }
             }
         };

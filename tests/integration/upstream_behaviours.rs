@@ -201,7 +201,13 @@ retryable_statuses = [500]
     assert_eq!(attempts(article), operations);
     assert_eq!(attempts(gateway), 3 * operations);
     assert_eq!(attempts(baseline), operations);
-    let delays: Vec<Option<u64>> = traces[1].iter().take(3).map(|r| r.next_delay).collect();
+    // One operation's attempts (the trace interleaves operations in the order attempts end).
+    let first = traces[1][0].operation;
+    let delays: Vec<Option<u64>> = traces[1]
+        .iter()
+        .filter(|r| r.operation == first)
+        .map(|r| r.next_delay)
+        .collect();
     assert_eq!(delays, [Some(10_000), Some(30_000), None]);
 }
 

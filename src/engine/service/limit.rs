@@ -43,7 +43,7 @@
 //! RTT). The adaptive algorithms never report a limit below 1, so a service is never left
 //! rejecting everything with no samples to recover from.
 
-use crate::base::random::Stream;
+use crate::base::random::{Random, Stream};
 use crate::base::time::Micros;
 use crate::model::overload::{EnvoyGradientConfig, Gradient2Config, LimitAlgorithm, VegasConfig};
 
@@ -464,7 +464,7 @@ mod tests {
 
     /// The limit's own stream in these tests.
     fn stream() -> Stream {
-        Stream::new(7, Purpose::Service)
+        Stream::new(7, Purpose::Limit)
     }
 
     fn vegas(limit: &ConcurrencyLimit) -> &Vegas {
@@ -945,7 +945,7 @@ mod tests {
     fn envoy_next_window_starts_after_the_jittered_interval() {
         let end = 100_049;
         for seed in 0..20 {
-            let mut random = Stream::new(seed, Purpose::Service);
+            let mut random = Stream::new(seed, Purpose::Limit);
             let jitter = (random.clone().unit() * 9_000_000.0) as Micros;
             let mut limit = new_envoy();
             end_first_window(&mut limit, &mut random, 20_000);
@@ -997,7 +997,7 @@ mod tests {
     /// and that stream afterwards.
     fn run(algorithm: &LimitAlgorithm, seed: u64) -> (Vec<u64>, Stream) {
         let mut inputs = Stream::new(3, Purpose::Arrivals);
-        let mut random = Stream::new(seed, Purpose::Service);
+        let mut random = Stream::new(seed, Purpose::Limit);
         let mut limit = ConcurrencyLimit::new(algorithm);
         let mut now = 0;
         let mut seen = Vec::new();
@@ -1035,7 +1035,7 @@ mod tests {
         }
 
         let (_, mut after) = run(&LimitAlgorithm::Vegas(VegasConfig::default()), 11);
-        let mut fresh = Stream::new(11, Purpose::Service);
+        let mut fresh = Stream::new(11, Purpose::Limit);
         for _ in 0..5000 {
             fresh.unit();
         }

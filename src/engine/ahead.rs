@@ -1,0 +1,130 @@
+//! What is certain ahead of its time, handled then and not as an event of its own.
+//!
+//! Every draw is addressed by its request ([`crate::base::random`]), so handling a step early
+//! moves no draw of any other request: results are those of handling every step as an event,
+//! and only the events are fewer. Three steps are certain ahead of their time:
+//!
+//! - **A refusal during a scheduled outage.** A service that its capacity curve has down from
+//!   the moment a request is sent until the moment it reaches it, and that no overload can
+//!   crash meanwhile, refuses the request whatever else happens: the refusal is handled as
+//!   the request is sent, at the time it reaches ([`Engine::send`]).
+//! - **A user's answer.** What a user makes of an answer (its counts, the end of its
+//!   operation, or a retry scheduled for later) depends on nothing that can happen while the
+//!   answer travels, for users that start operations on their own schedule with no control or
+//!   hedge watching and no one hearing attempts in order: the answer is learned as it is sent,
+//!   at the time it arrives (`Engine::reply`).
+//! - **A user's retry into the same outage.** When both hold for the retry a user has just
+//!   decided (the outage refuses it, and the refusal comes back before the attempt times out),
+//!   the retry is sent at once, at its time, rather than as an event: an operation's attempts
+//!   through an outage are handled in one go while its record is in the cache
+//!   ([`Engine::schedule_retry`]), at most [`MAX_RETRIES_AHEAD`] deep.
+//!
+//! A timer is armed only if it can still fire: an attempt whose answer is learned as it is sent
+//! arms none.
+
+use super::{Engine, Event, Observer, request_identity};
+use crate::base::random::{Draw, Identity, Random, RequestWords};
+use crate::base::slab::Key;
+use crate::base::time::Micros;
+use crate::engine::service::Refusal;
+
+/// The most retries sent ahead in a row from one event: each is a few frames of the stack, and
+/// a policy may allow thousands.
+pub(super) const MAX_RETRIES_AHEAD: u8 = 16;
+
+impl<O: Observer> Engine<'_, O> {
+    /// When the request `identity`, whose first words are `words`, sent at `sent`, reaches its
+    /// service; `None` if the network loses it.
+    #[inline]
+    pub(super) fn request_reaches(
+        &self,
+        identity: Identity,
+        words: RequestWords,
+        sent: Micros,
+    ) -> Option<Micros> {
+        let network = &self.model.network;
+        if self
+            .keyed
+            .draws(Draw::RequestLoss, identity)
+            .chance(network.request_loss.get())
+        {
+            return None;
+        }
+        let mut latency = self.keyed.draws_from(Draw::Request, identity, words.request());
+        Some(sent + network.latency.sample(&mut latency))
+    }
+
+    /// When the response to request `identity`, answered at `answered`, reaches its caller
+    /// (`first` is its [`Draw::Response`] word); `None` if the network loses it.
+    #[inline]
+    pub(super) fn response_arrives(
+        &self,
+        identity: Identity,
+        first: u64,
+        answered: Micros,
+    ) -> Option<Micros> {
+        let network = &self.model.network;
+        if self
+            .keyed
+            .draws(Draw::ResponseLoss, identity)
+            .chance(network.response_loss.get())
+        {
+            return None;
+        }
+        let mut latency = self.keyed.draws_from(Draw::Response, identity, first);
+        Some(answered + network.latency.sample(&mut latency))
+    }
+
+    /// Schedules the next attempt of the call at `key`, decided now, for `at`: sent at once,
+    /// at its time, if it is a user's retry that its service will certainly refuse and whose
+    /// refusal the user will learn as it is sent (see the module's docs), else as an event.
+    pub(super) fn schedule_retry(&mut self, key: Key, at: Micros) {
+        let entry = &self.services[usize::from(self.model.entry)];
+        if self.learn_failures_early
+            && self.retries_ahead < MAX_RETRIES_AHEAD
+            && entry.certain_refusal(at).is_some()
+            && self.refused_and_answered_in_time(key, at)
+        {
+            self.retries_ahead += 1;
+            let now = std::mem::replace(&mut self.now, at);
+            self.send(key, false);
+            self.now = now;
+            self.retries_ahead -= 1;
+        } else {
+            self.events.push(at, Event::Send(key));
+        }
+    }
+
+    /// Whether the attempt the call at `key` will send at `at` is a user's request that its
+    /// service will certainly refuse, with a refusal back before the attempt times out and
+    /// before the run ends: the path [`Engine::send`] then takes to the end, arming no timer.
+    fn refused_and_answered_in_time(&self, key: Key, at: Micros) -> bool {
+        let operation = self.operations.get(key).expect("a retrying call is live");
+        if operation.downstream || operation.checking {
+            return false;
+        }
+        let identity = request_identity(operation.id, operation.attempt, false);
+        let words = self.keyed.request_words(identity);
+        let Some(reaches) = self.request_reaches(identity, words, at) else {
+            return false;
+        };
+        let entry = &self.services[usize::from(self.model.entry)];
+        if !matches!(
+            entry.certain_refusal(reaches),
+            Some(Refusal::Reject | Refusal::Reset)
+        ) {
+            return false;
+        }
+        let Some(arrives) = self.response_arrives(identity, words.response(), reaches) else {
+            return false;
+        };
+        let gives_up = at
+            + self
+                .model
+                .users
+                .policy
+                .attempt_timeout
+                .min(operation.deadline.saturating_sub(at));
+        arrives < gives_up && arrives < self.model.duration
+    }
+}
