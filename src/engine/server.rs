@@ -210,11 +210,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         attempt.service_start = now;
         let id = attempt.service;
         let Drawn { identity, words } = self.drawn(key);
-        let service_time = self
-            .keyed
-            .draws_from(Draw::ServiceTime, identity, words.service_time());
-        let hit = self.keyed.draws(Draw::Cache, identity);
-        let done = self.service(id).begin_work(now, key, service_time, hit);
+        let hit = self.keyed.draws_from(Draw::Cache, identity, words.cache());
+        let done = self.service(id).begin_work(now, key, hit);
         self.events.push(done, Event::WorkDone(key));
     }
 

@@ -23,7 +23,7 @@ pub mod rate_limiter;
 
 use std::collections::BTreeMap;
 
-use crate::base::random::{Draws, Purpose, Random, Stream};
+use crate::base::random::{Draw, Draws, Identity, Keyed, Purpose, Random, Stream};
 use crate::base::slab::Key;
 use crate::base::time::Micros;
 use crate::engine::counters::{Buckets, ServiceRecord};
@@ -141,6 +141,9 @@ pub struct Service<'m> {
     peak_queue_len: u64,
     limit: Option<ConcurrencyLimit>,
     limit_random: Stream,
+    /// The service times of the requests it serves, in the order its workers take them (see
+    /// [`Draw::ServiceTime`]).
+    service_times: Draws,
     /// Per attempt slot, for the limit and the cache.
     requests: Vec<RequestRecord>,
     /// Crash, restart, cold start, cache warmth.
@@ -177,6 +180,13 @@ impl<'m> Service<'m> {
                 .as_ref()
                 .map(|limit| ConcurrencyLimit::new(&limit.algorithm)),
             limit_random: Stream::owned(seed, Purpose::Limit, id),
+            service_times: Keyed::new(seed).draws(
+                Draw::ServiceTime,
+                Identity {
+                    call: 0,
+                    part: u32::from(id),
+                },
+            ),
             requests: Vec::new(),
             health: Health::new(model),
             row_version: 0,
@@ -333,40 +343,28 @@ impl<'m> Service<'m> {
     }
 
     /// A worker takes request `attempt` at `now`; returns when its own work is done: a cache
-    /// hit's time or a service time (a miss), longer while the service is cold. The request's
-    /// draws for its service time and its cache are `service_time` and `hit`.
+    /// hit's time or a service time (a miss), longer while the service is cold. `hit` is the
+    /// request's draw for its cache.
     #[inline]
-    pub fn begin_work(
-        &mut self,
-        now: Micros,
-        attempt: Key,
-        mut service_time: Draws,
-        hit: Draws,
-    ) -> Micros {
+    pub fn begin_work(&mut self, now: Micros, attempt: Key, hit: Draws) -> Micros {
         self.busy += 1;
         if self.model.cache.is_none() && self.model.cold_start.is_none() {
-            return now + self.model.service_time.sample(&mut service_time);
+            return now + self.model.service_time.sample(&mut self.service_times);
         }
-        self.cache_or_cold_work(now, attempt, service_time, hit)
+        self.cache_or_cold_work(now, attempt, hit)
     }
 
     /// [`Service::begin_work`] with a cache or a cold start to account for.
     #[inline(never)]
-    fn cache_or_cold_work(
-        &mut self,
-        now: Micros,
-        attempt: Key,
-        mut service_time: Draws,
-        mut hit: Draws,
-    ) -> Micros {
+    fn cache_or_cold_work(&mut self, now: Micros, attempt: Key, mut hit: Draws) -> Micros {
         let work = match self.health.hit_ratio() {
-            None => self.model.service_time.sample(&mut service_time),
+            None => self.model.service_time.sample(&mut self.service_times),
             Some(hit_ratio) => {
                 let hit = hit.unit() < hit_ratio;
                 self.request(attempt).miss = !hit;
                 match (hit, &self.model.cache) {
                     (true, Some(cache)) => cache.hit_time,
-                    _ => self.model.service_time.sample(&mut service_time),
+                    _ => self.model.service_time.sample(&mut self.service_times),
                 }
             }
         };
