@@ -50,7 +50,9 @@ impl<O: Observer> Engine<'_, O> {
         {
             return None;
         }
-        let mut latency = self.keyed.draws_from(Draw::Request, identity, words.request());
+        let mut latency = self
+            .keyed
+            .draws_from(Draw::Request, identity, words.request());
         Some(sent + network.latency.sample(&mut latency))
     }
 

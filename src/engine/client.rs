@@ -4,8 +4,8 @@
 //! ([`Engine::finish`]).
 
 use super::{
-    Attempt, AttemptRecord, DownstreamCall, Drawn, Engine, Event, LastRetry, MAX_INSTANT_OPERATIONS,
-    Observer, Operation, Reply, Stage, Stalled, request_identity,
+    Attempt, AttemptRecord, DownstreamCall, Drawn, Engine, Event, LastRetry,
+    MAX_INSTANT_OPERATIONS, Observer, Operation, Reply, Stage, Stalled, request_identity,
 };
 use crate::base::random::{Draw, Identity, Random};
 use crate::base::slab::Key;
@@ -113,7 +113,7 @@ impl<O: Observer> Engine<'_, O> {
             .get(request.operation)
             .expect("operations outlive their attempts");
         let (client, endpoint) = (served.client, served.endpoint);
-        let id = self.drawn(parent).identity.call_made_by(number);
+        let id = self.drawn(parent).identity().call_made_by(number);
         let logical = self.logical(request.operation, served);
         self.operations
             .get_mut(logical)
@@ -301,7 +301,7 @@ impl<O: Observer> Engine<'_, O> {
             reply: Reply::Pending,
         });
         self.awaiting.start(attempt);
-        self.keep_drawn(attempt, Drawn { identity, words });
+        self.keep_drawn(attempt, Drawn::new(identity, words));
         self.recorder
             .in_flight(self.operations.len(), self.attempts.len());
         if hedge {
@@ -563,7 +563,7 @@ impl<O: Observer> Engine<'_, O> {
         let failed = self.drawn(after);
         let mut draws = self
             .keyed
-            .draws_from(Draw::Retry, failed.identity, failed.words.retry());
+            .draws_from(Draw::Retry, failed.identity(), failed.retry());
         let random = draws.unit();
         let retry_after_random =
             if policy.retry_after == RetryAfterMode::HonorJittered && retry_after.is_some() {

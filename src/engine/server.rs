@@ -2,7 +2,7 @@
 //! worked on, makes the service's downstream calls, and is answered. The decisions are the
 //! [`Service`]'s own; this is where they meet the requests' records and the network.
 
-use super::{Attempt, DownstreamCall, Drawn, Engine, Event, Observer, Reply, Stage};
+use super::{Attempt, DownstreamCall, Engine, Event, Observer, Reply, Stage};
 use crate::base::random::Draw;
 use crate::base::slab::Key;
 use crate::base::time::Micros;
@@ -50,7 +50,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let error_draws = self.model.services[usize::from(id)]
             .errors
             .is_some()
-            .then(|| self.keyed.draws(Draw::Error, self.drawn(key).identity));
+            .then(|| self.keyed.draws(Draw::Error, self.drawn(key).identity()));
         let service = &mut self.services[usize::from(id)];
         if let Err(retry_after) = service.rate_limit(now, client) {
             service.counts(now).rate_limited += 1;
@@ -209,8 +209,10 @@ impl<'a, O: Observer> Engine<'a, O> {
         attempt.stage = Stage::InService;
         attempt.service_start = now;
         let id = attempt.service;
-        let Drawn { identity, words } = self.drawn(key);
-        let hit = self.keyed.draws_from(Draw::Cache, identity, words.cache());
+        let drawn = self.drawn(key);
+        let hit = self
+            .keyed
+            .draws_from(Draw::Cache, drawn.identity(), drawn.cache());
         let done = self.service(id).begin_work(now, key, hit);
         self.events.push(done, Event::WorkDone(key));
     }
@@ -242,7 +244,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         service.read_row(key);
         let attempt = self.attempts.get_mut(key).expect("live attempt");
         attempt.stage = Stage::Writing;
-        let mut draws = self.keyed.draws(Draw::RowTrip, self.drawn[key.slot as usize].identity);
+        let mut draws = self
+            .keyed
+            .draws(Draw::RowTrip, self.drawn[key.slot as usize].identity());
         let latency = &self.model.network.latency;
         let travel = latency.sample(&mut draws) + latency.sample(&mut draws);
         self.events.push(now + travel, Event::WriteArrives(key));
@@ -517,7 +521,7 @@ impl<'a, O: Observer> Engine<'a, O> {
     fn in_sending_order(&self, keys: &mut [Key]) {
         keys.sort_unstable_by_key(|&key| {
             let attempt = self.attempts.get(key).expect("requests to order are live");
-            let identity = self.drawn(key).identity;
+            let identity = self.drawn(key).identity();
             (attempt.sent, identity.call, identity.part)
         });
     }
@@ -546,8 +550,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         attempt.stage = Stage::Responding;
         let (user, status_check, gives_up) =
             (attempt.from_user, attempt.status_check, attempt.gives_up);
-        let Drawn { identity, words } = self.drawn(key);
-        let Some(arrives) = self.response_arrives(identity, words.response(), self.now) else {
+        let drawn = self.drawn(key);
+        let Some(arrives) = self.response_arrives(drawn.identity(), drawn.response(), self.now)
+        else {
             return self.drop_request(key);
         };
         let learn_early = if reply == Reply::Ok {

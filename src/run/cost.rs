@@ -7,9 +7,10 @@
 //! how many times a policy may send it, how long an operation may live and how many time
 //! buckets the series has, and how many control states the scopes of the controls keep and
 //! how far their windows can fill. Events are given as a range that holds the events `--stats` counts:
-//! the low end is the fewest an operation can cause (one, when a control refuses it locally;
-//! two, when its request is lost; else three) for the fewest operations the arrivals can
-//! bring, the high end every send the policies allow (every retry at every layer, each with
+//! the low end is the fewest an operation can cause (one, when a control refuses it locally or
+//! an outage of the entry service refuses it as it is sent; else two: its start, and its
+//! request's arrival at the service, where an answer the user learns as it is sent ends it)
+//! for the fewest operations the arrivals can bring, the high end every send the policies allow (every retry at every layer, each with
 //! every event a request can cause) for the most, plus the events of time buckets, capacity
 //! changes and crashes. A closed loop starts at most one operation per client per think time
 //! and least operation time ([`crate::scenario::least_operation_micros`]: zero where a control
@@ -28,7 +29,7 @@ use crate::control::Scope;
 use crate::engine::MAX_INSTANT_OPERATIONS;
 use crate::engine::downtime::Downtime;
 use crate::scenario::{
-    ControlSpec, Policy, Scenario, Service, Start, Workload, least_operation_micros,
+    ControlSpec, Outage, Policy, Scenario, Service, Start, Workload, least_operation_micros,
     longest_operation, refuses_locally,
 };
 use crate::vocabulary::counts::health_step;
@@ -39,9 +40,10 @@ use crate::vocabulary::counts::health_step;
 /// fire before a late response), the work of its refusal and the check of a crash it began.
 /// `--stats` measured 3.0 to 5.4 events per attempt on the bundled scenarios.
 const MOST_EVENTS_PER_REQUEST: f64 = 10.0;
-/// Events of an operation, at least: its start, its request's arrival at the service and the
-/// answer (a response, or the worker's end where a success is learned as it is sent).
-const FEWEST_EVENTS_SENT: f64 = 3.0;
+/// Events of an operation, at least: its start and its request's arrival at the service, where
+/// the service may refuse it and the user learn the refusal as it is sent
+/// ([`crate::engine`]'s events).
+const FEWEST_EVENTS_SENT: f64 = 2.0;
 /// Standard deviations of the operation count the bounds allow for: the arrivals are random.
 const COUNT_MARGIN: f64 = 10.0;
 /// Memory per time bucket of one policy (counters and a latency histogram): 10,000 buckets of
@@ -261,10 +263,8 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
         scenario.bucket.get_ref().micros(),
         duration_micros,
     )) as f64;
-    let fewest_per_operation = if refuses_locally(policy) {
+    let fewest_per_operation = if refuses_locally(policy) || refuses_ahead(services[entry]) {
         1.0
-    } else if scenario.network.request_loss.get() > 0.0 {
-        2.0
     } else {
         FEWEST_EVENTS_SENT
     };
@@ -556,6 +556,20 @@ fn duration(seconds: f64) -> String {
     } else {
         "under a second".to_string()
     }
+}
+
+/// Whether `service`, as the entry, can refuse a request as it is sent: its capacity curve takes
+/// every worker away at some point, it refuses while down (`reject`, or a `crash` outage) and
+/// no overload can crash it, so the engine knows the refusal ahead and the operation may end
+/// with its start as its only event.
+fn refuses_ahead(service: &Service) -> bool {
+    let curve = CapacityCurve::new(service.workers.get(), &service.capacity);
+    matches!(service.outage, Outage::Reject | Outage::Crash)
+        && service.crash.is_none()
+        && service
+            .capacity
+            .iter()
+            .any(|point| curve.available(point.at.get_ref().micros()) == 0)
 }
 
 #[cfg(test)]
