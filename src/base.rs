@@ -2,8 +2,8 @@
 //! knows anything of retries, scenarios or the engine.
 //!
 //! Simulated time in integer microseconds ([`time`]); checked value types for scenario files
-//! ([`values`]); seeded ChaCha streams and the distributions drawn from them ([`random`],
-//! [`distribution`]); a piecewise-linear curve over time ([`capacity`]); latency histograms
+//! ([`values`]); seeded randomness, addressed by request or drawn from streams, and the
+//! distributions drawn from it ([`random`], [`distribution`]); a piecewise-linear curve over time ([`capacity`]); latency histograms
 //! ([`histogram`]); a slab of reusable slots (`slab`); HTTP dates ([`http_date`]); and the
 //! reading, quoting and suggesting that error messages need ([`text_file`], [`escape`],
 //! `suggest`).

@@ -26,15 +26,14 @@ const TOTAL_PRECISION: u32 = 10;
 /// wide (see [`crate::base::histogram`]).
 pub const PERCENTILE_EXCESS: f64 = 1.0 / (1u64 << (TOTAL_PRECISION + 1)) as f64;
 
-/// Counters per time bucket, created on first use. The bucket in use is held apart from the
-/// list, so consecutive counts in one bucket (the usual case: the engine counts at the current
-/// time) cost a comparison, not a division or an index.
+/// Counters per time bucket, created on first use. The bounds of the bucket in use are kept,
+/// so consecutive counts in one bucket (the usual case: the engine counts at the current time)
+/// cost a comparison and an index, not a division; moving to another bucket moves no counts.
 #[derive(Debug, Clone)]
 pub struct Buckets<T> {
     width: Micros,
-    /// Every bucket; the one in use is stale here until it is put back.
     list: Vec<T>,
-    current: T,
+    /// The bucket in use.
     index: usize,
     start: Micros,
     /// End of the bucket in use; 0 before the first count.
@@ -47,7 +46,6 @@ impl<T: Default> Buckets<T> {
         Buckets {
             width,
             list: Vec::new(),
-            current: T::default(),
             index: 0,
             start: 0,
             end: 0,
@@ -61,27 +59,18 @@ impl<T: Default> Buckets<T> {
         if t < self.start || t >= self.end {
             self.seek(t);
         }
-        &mut self.current
+        &mut self.list[self.index]
     }
 
     #[cold]
     fn seek(&mut self, t: Micros) {
-        self.put_back();
         let index = (t / self.width) as usize;
         if index >= self.list.len() {
             self.list.resize_with(index + 1, T::default);
         }
-        self.current = std::mem::take(&mut self.list[index]);
         self.index = index;
         self.start = index as Micros * self.width;
         self.end = self.start + self.width;
-    }
-
-    /// Puts the bucket in use back in the list.
-    fn put_back(&mut self) {
-        if self.end > 0 {
-            self.list[self.index] = std::mem::take(&mut self.current);
-        }
     }
 
     /// How many buckets exist.
@@ -96,7 +85,6 @@ impl<T: Default> Buckets<T> {
 
     /// The buckets, padded to `length`.
     pub fn into_padded(mut self, length: usize) -> Vec<T> {
-        self.put_back();
         self.list
             .resize_with(length.max(self.list.len()), T::default);
         self.list

@@ -783,7 +783,7 @@ mod tests {
             .replace("duration = \"10s\"", "duration = \"60s\"");
         let reason = estimate(&huge, 2).exceeds(f64::INFINITY).unwrap();
         assert!(
-            reason.starts_with("at least 36.0 billion events"),
+            reason.starts_with("at least 24.0 billion events"),
             "{reason}"
         );
         assert!(estimate(OPEN, 2).exceeds(64.0 * MIB).is_none());
