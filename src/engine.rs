@@ -430,22 +430,29 @@ enum LastRetry {
 }
 
 /// What a request draws after it is sent, kept beside it: who it is, and the first words of
-/// its later draws (its [`RequestWords`] but the first, used as it is sent). Forty bytes, its
-/// identity's fields side by side.
+/// its later draws (its [`RequestWords`] but the first, used as it is sent), if they were
+/// computed as it was sent. Forty bytes, its identity's fields side by side.
 #[derive(Debug, Clone, Copy, Default)]
 struct Drawn {
     call: u64,
     part: u32,
+    /// `later` holds the request's words: they were computed as it was sent, since its latency
+    /// draws (not a constant).
+    ready: bool,
     /// The words of its cache, its response and its retry decision.
     later: [u64; 3],
 }
 
 impl Drawn {
-    fn new(identity: Identity, words: RequestWords) -> Drawn {
+    fn new(identity: Identity, words: Option<RequestWords>) -> Drawn {
+        let later = words.map_or([0; 3], |words| {
+            [words.cache(), words.response(), words.retry()]
+        });
         Drawn {
             call: identity.call,
             part: identity.part,
-            later: [words.cache(), words.response(), words.retry()],
+            ready: words.is_some(),
+            later,
         }
     }
 
@@ -458,22 +465,21 @@ impl Drawn {
         }
     }
 
-    /// The first word of its cache's hit or miss.
+    /// The words of its cache, its response and its retry decision: kept, or computed now.
     #[inline]
-    fn cache(&self) -> u64 {
-        self.later[0]
+    fn later(&self, keyed: &Keyed) -> [u64; 3] {
+        if self.ready {
+            return self.later;
+        }
+        let words = keyed.request_words(self.identity());
+        [words.cache(), words.response(), words.retry()]
     }
 
-    /// The first word of its response's latency back.
+    /// The first word of its response's latency back, if it was computed as the request was
+    /// sent: else the latency is a constant and draws nothing.
     #[inline]
-    fn response(&self) -> u64 {
-        self.later[1]
-    }
-
-    /// The first word of the retry decision after it.
-    #[inline]
-    fn retry(&self) -> u64 {
-        self.later[2]
+    fn response(&self) -> Option<u64> {
+        self.ready.then_some(self.later[1])
     }
 }
 

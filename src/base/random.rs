@@ -216,6 +216,17 @@ impl Keyed {
     }
 
     /// The draws for `draw` of `identity` whose first word is `first` (its word of
+    /// [`RequestWords`]), if it was computed, else from its own blocks from the first: for a
+    /// draw that takes no word, such as a constant latency's.
+    #[inline]
+    pub fn draws_after(&self, draw: Draw, identity: Identity, first: Option<u64>) -> Draws {
+        Draws {
+            first,
+            ..self.draws(draw, identity)
+        }
+    }
+
+    /// The draws for `draw` of `identity` whose first word is `first` (its word of
     /// [`RequestWords`]); the words after it come from `draw`'s own blocks.
     #[inline]
     pub fn draws_from(&self, draw: Draw, identity: Identity, first: u64) -> Draws {

@@ -23,6 +23,7 @@
 //! arms none.
 
 use super::{Engine, Event, Observer, request_identity};
+use crate::base::distribution::Distribution;
 use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;
 use crate::base::time::Micros;
@@ -33,13 +34,14 @@ use crate::engine::service::Refusal;
 pub(super) const MAX_RETRIES_AHEAD: u8 = 16;
 
 impl<O: Observer> Engine<'_, O> {
-    /// When the request `identity`, whose first words are `words`, sent at `sent`, reaches its
-    /// service; `None` if the network loses it.
+    /// When the request `identity`, whose first words are `words` (none if the latency is a
+    /// constant, which draws nothing), sent at `sent`, reaches its service; `None` if the
+    /// network loses it.
     #[inline]
     pub(super) fn request_reaches(
         &self,
         identity: Identity,
-        words: RequestWords,
+        words: Option<RequestWords>,
         sent: Micros,
     ) -> Option<Micros> {
         let network = &self.model.network;
@@ -50,19 +52,20 @@ impl<O: Observer> Engine<'_, O> {
         {
             return None;
         }
-        let mut latency = self
-            .keyed
-            .draws_from(Draw::Request, identity, words.request());
+        let mut latency =
+            self.keyed
+                .draws_after(Draw::Request, identity, words.map(RequestWords::request));
         Some(sent + network.latency.sample(&mut latency))
     }
 
     /// When the response to request `identity`, answered at `answered`, reaches its caller
-    /// (`first` is its [`Draw::Response`] word); `None` if the network loses it.
+    /// (`first` is its [`Draw::Response`] word, none if the latency is a constant); `None` if
+    /// the network loses it.
     #[inline]
     pub(super) fn response_arrives(
         &self,
         identity: Identity,
-        first: u64,
+        first: Option<u64>,
         answered: Micros,
     ) -> Option<Micros> {
         let network = &self.model.network;
@@ -73,8 +76,17 @@ impl<O: Observer> Engine<'_, O> {
         {
             return None;
         }
-        let mut latency = self.keyed.draws_from(Draw::Response, identity, first);
+        let mut latency = self.keyed.draws_after(Draw::Response, identity, first);
         Some(answered + network.latency.sample(&mut latency))
+    }
+
+    /// The first words of the draws of request `identity`, computed as it is sent if its
+    /// latency draws: a constant latency draws nothing, and the words a request needs later
+    /// (for a cache, or a retry decision) are then computed when it needs them.
+    #[inline]
+    pub(super) fn request_words_at_send(&self, identity: Identity) -> Option<RequestWords> {
+        (!matches!(self.model.network.latency, Distribution::Constant(_)))
+            .then(|| self.keyed.request_words(identity))
     }
 
     /// Schedules the next attempt of the call at `key`, decided now, for `at`: sent at once,
@@ -106,7 +118,7 @@ impl<O: Observer> Engine<'_, O> {
             return false;
         }
         let identity = request_identity(operation.id, operation.attempt, false);
-        let words = self.keyed.request_words(identity);
+        let words = self.request_words_at_send(identity);
         let Some(reaches) = self.request_reaches(identity, words, at) else {
             return false;
         };
@@ -117,7 +129,8 @@ impl<O: Observer> Engine<'_, O> {
         ) {
             return false;
         }
-        let Some(arrives) = self.response_arrives(identity, words.response(), reaches) else {
+        let first = words.map(RequestWords::response);
+        let Some(arrives) = self.response_arrives(identity, first, reaches) else {
             return false;
         };
         let gives_up = at

@@ -256,7 +256,6 @@ impl<O: Observer> Engine<'_, O> {
             .expect("a live operation sends");
         let (index, call_id) = (operation.attempt, operation.id);
         let identity = request_identity(call_id, index, status_check);
-        let words = self.keyed.request_words(identity);
         operation.live_attempts += 1;
         let hedge = !status_check && hedged;
         if hedge {
@@ -286,6 +285,7 @@ impl<O: Observer> Engine<'_, O> {
                 counts.retries += 1;
             }
         }
+        let words = self.request_words_at_send(identity);
         let reaches = self.request_reaches(identity, words, now);
         let attempt = self.attempts.insert(Attempt {
             operation: key,
@@ -561,9 +561,8 @@ impl<O: Observer> Engine<'_, O> {
         }
         // The decision after request `after`, whoever makes it.
         let failed = self.drawn(after);
-        let mut draws = self
-            .keyed
-            .draws_from(Draw::Retry, failed.identity(), failed.retry());
+        let [_, _, retry] = failed.later(&self.keyed);
+        let mut draws = self.keyed.draws_from(Draw::Retry, failed.identity(), retry);
         let random = draws.unit();
         let retry_after_random =
             if policy.retry_after == RetryAfterMode::HonorJittered && retry_after.is_some() {

@@ -209,10 +209,14 @@ impl<'a, O: Observer> Engine<'a, O> {
         attempt.stage = Stage::InService;
         attempt.service_start = now;
         let id = attempt.service;
-        let drawn = self.drawn(key);
-        let hit = self
-            .keyed
-            .draws_from(Draw::Cache, drawn.identity(), drawn.cache());
+        let hit = self.model.services[usize::from(id)]
+            .cache
+            .is_some()
+            .then(|| {
+                let drawn = self.drawn(key);
+                let [cache, _, _] = drawn.later(&self.keyed);
+                self.keyed.draws_from(Draw::Cache, drawn.identity(), cache)
+            });
         let done = self.service(id).begin_work(now, key, hit);
         self.events.push(done, Event::WorkDone(key));
     }

@@ -344,9 +344,9 @@ impl<'m> Service<'m> {
 
     /// A worker takes request `attempt` at `now`; returns when its own work is done: a cache
     /// hit's time or a service time (a miss), longer while the service is cold. `hit` is the
-    /// request's draw for its cache.
+    /// request's draw for its cache, if the service has one.
     #[inline]
-    pub fn begin_work(&mut self, now: Micros, attempt: Key, hit: Draws) -> Micros {
+    pub fn begin_work(&mut self, now: Micros, attempt: Key, hit: Option<Draws>) -> Micros {
         self.busy += 1;
         if self.model.cache.is_none() && self.model.cold_start.is_none() {
             return now + self.model.service_time.sample(&mut self.service_times);
@@ -356,10 +356,9 @@ impl<'m> Service<'m> {
 
     /// [`Service::begin_work`] with a cache or a cold start to account for.
     #[inline(never)]
-    fn cache_or_cold_work(&mut self, now: Micros, attempt: Key, mut hit: Draws) -> Micros {
-        let work = match self.health.hit_ratio() {
-            None => self.model.service_time.sample(&mut self.service_times),
-            Some(hit_ratio) => {
+    fn cache_or_cold_work(&mut self, now: Micros, attempt: Key, hit: Option<Draws>) -> Micros {
+        let work = match (self.health.hit_ratio(), hit) {
+            (Some(hit_ratio), Some(mut hit)) => {
                 let hit = hit.unit() < hit_ratio;
                 self.request(attempt).miss = !hit;
                 match (hit, &self.model.cache) {
@@ -367,6 +366,8 @@ impl<'m> Service<'m> {
                     _ => self.model.service_time.sample(&mut self.service_times),
                 }
             }
+            // No cache (a hit ratio comes with one): a cold start alone.
+            _ => self.model.service_time.sample(&mut self.service_times),
         };
         let cold = self.health.cold_multiplier(now);
         now + (work as f64 * cold).round() as Micros
