@@ -216,22 +216,13 @@ impl Keyed {
     }
 
     /// The draws for `draw` of `identity` whose first word is `first` (its word of
-    /// [`RequestWords`]), if it was computed, else from its own blocks from the first: for a
-    /// draw that takes no word, such as a constant latency's.
+    /// [`RequestWords`]), the words after it from `draw`'s own blocks; with no `first` (a
+    /// draw that takes no word, such as a constant latency's, needs none), from those blocks
+    /// alone.
     #[inline]
-    pub fn draws_after(&self, draw: Draw, identity: Identity, first: Option<u64>) -> Draws {
+    pub fn draws_from(&self, draw: Draw, identity: Identity, first: Option<u64>) -> Draws {
         Draws {
             first,
-            ..self.draws(draw, identity)
-        }
-    }
-
-    /// The draws for `draw` of `identity` whose first word is `first` (its word of
-    /// [`RequestWords`]); the words after it come from `draw`'s own blocks.
-    #[inline]
-    pub fn draws_from(&self, draw: Draw, identity: Identity, first: u64) -> Draws {
-        Draws {
-            first: Some(first),
             ..self.draws(draw, identity)
         }
     }
@@ -496,7 +487,7 @@ mod tests {
         let purpose = (Draw::RequestWords as u64) << 32;
         let keys = philox::RoundKeys::new([9, 0]);
         assert_eq!(words.0, philox::philox4x64([3, purpose, 0, 0], &keys));
-        let mut latency = keyed.draws_from(Draw::Request, identity, words.0[0]);
+        let mut latency = keyed.draws_from(Draw::Request, identity, Some(words.0[0]));
         assert_eq!(latency.word(), words.0[0]);
         let own = keyed.draws(Draw::Request, identity).word();
         assert_eq!(latency.word(), own);

@@ -29,55 +29,41 @@ use crate::base::slab::Key;
 use crate::base::time::Micros;
 use crate::engine::service::Refusal;
 
+/// Which way a message travels.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Leg {
+    /// A request, to its service.
+    Request,
+    /// A response, back to its caller.
+    Response,
+}
+
 /// The most retries sent ahead in a row from one event: each is a few frames of the stack, and
 /// a policy may allow thousands.
 pub(super) const MAX_RETRIES_AHEAD: u8 = 16;
 
 impl<O: Observer> Engine<'_, O> {
-    /// When the request `identity`, whose first words are `words` (none if the latency is a
-    /// constant, which draws nothing), sent at `sent`, reaches its service; `None` if the
-    /// network loses it.
+    /// When a message of request `identity` sent at `sent` on `leg` arrives (`first` is the
+    /// first word of its latency, none if the latency is a constant, which draws nothing);
+    /// `None` if the network loses it.
     #[inline]
-    pub(super) fn request_reaches(
+    pub(super) fn arrives(
         &self,
+        leg: Leg,
         identity: Identity,
-        words: Option<RequestWords>,
+        first: Option<u64>,
         sent: Micros,
     ) -> Option<Micros> {
         let network = &self.model.network;
-        if self
-            .keyed
-            .draws(Draw::RequestLoss, identity)
-            .chance(network.request_loss.get())
-        {
+        let (loss, probability, latency) = match leg {
+            Leg::Request => (Draw::RequestLoss, network.request_loss, Draw::Request),
+            Leg::Response => (Draw::ResponseLoss, network.response_loss, Draw::Response),
+        };
+        if self.keyed.draws(loss, identity).chance(probability.get()) {
             return None;
         }
-        let mut latency =
-            self.keyed
-                .draws_after(Draw::Request, identity, words.map(RequestWords::request));
+        let mut latency = self.keyed.draws_from(latency, identity, first);
         Some(sent + network.latency.sample(&mut latency))
-    }
-
-    /// When the response to request `identity`, answered at `answered`, reaches its caller
-    /// (`first` is its [`Draw::Response`] word, none if the latency is a constant); `None` if
-    /// the network loses it.
-    #[inline]
-    pub(super) fn response_arrives(
-        &self,
-        identity: Identity,
-        first: Option<u64>,
-        answered: Micros,
-    ) -> Option<Micros> {
-        let network = &self.model.network;
-        if self
-            .keyed
-            .draws(Draw::ResponseLoss, identity)
-            .chance(network.response_loss.get())
-        {
-            return None;
-        }
-        let mut latency = self.keyed.draws_after(Draw::Response, identity, first);
-        Some(answered + network.latency.sample(&mut latency))
     }
 
     /// The first words of the draws of request `identity`, computed as it is sent if its
@@ -119,7 +105,8 @@ impl<O: Observer> Engine<'_, O> {
         }
         let identity = request_identity(operation.id, operation.attempt, false);
         let words = self.request_words_at_send(identity);
-        let Some(reaches) = self.request_reaches(identity, words, at) else {
+        let first = words.map(RequestWords::request);
+        let Some(reaches) = self.arrives(Leg::Request, identity, first, at) else {
             return false;
         };
         let entry = &self.services[usize::from(self.model.entry)];
@@ -130,7 +117,7 @@ impl<O: Observer> Engine<'_, O> {
             return false;
         }
         let first = words.map(RequestWords::response);
-        let Some(arrives) = self.response_arrives(identity, first, reaches) else {
+        let Some(arrives) = self.arrives(Leg::Response, identity, first, reaches) else {
             return false;
         };
         let gives_up = at

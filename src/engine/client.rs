@@ -3,11 +3,12 @@
 //! what differs is the policy ([`policy_of`]) and who hears the end of the call
 //! ([`Engine::finish`]).
 
+use super::ahead::Leg;
 use super::{
     Attempt, AttemptRecord, DownstreamCall, Drawn, Engine, Event, LastRetry,
     MAX_INSTANT_OPERATIONS, Observer, Operation, Reply, Stage, Stalled, request_identity,
 };
-use crate::base::random::{Draw, Identity, Random};
+use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;
 use crate::base::time::{MICROS_PER_MS, Micros};
 use crate::control::{AttemptEnd, CallEnd, ControlSet};
@@ -286,7 +287,8 @@ impl<O: Observer> Engine<'_, O> {
             }
         }
         let words = self.request_words_at_send(identity);
-        let reaches = self.request_reaches(identity, words, now);
+        let first = words.map(RequestWords::request);
+        let reaches = self.arrives(Leg::Request, identity, first, now);
         let attempt = self.attempts.insert(Attempt {
             operation: key,
             index,
@@ -562,7 +564,9 @@ impl<O: Observer> Engine<'_, O> {
         // The decision after request `after`, whoever makes it.
         let failed = self.drawn(after);
         let [_, _, retry] = failed.later(&self.keyed);
-        let mut draws = self.keyed.draws_from(Draw::Retry, failed.identity(), retry);
+        let mut draws = self
+            .keyed
+            .draws_from(Draw::Retry, failed.identity(), Some(retry));
         let random = draws.unit();
         let retry_after_random =
             if policy.retry_after == RetryAfterMode::HonorJittered && retry_after.is_some() {

@@ -2,6 +2,7 @@
 //! worked on, makes the service's downstream calls, and is answered. The decisions are the
 //! [`Service`]'s own; this is where they meet the requests' records and the network.
 
+use super::ahead::Leg;
 use super::{Attempt, DownstreamCall, Engine, Event, Observer, Reply, Stage};
 use crate::base::random::Draw;
 use crate::base::slab::Key;
@@ -215,7 +216,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             .then(|| {
                 let drawn = self.drawn(key);
                 let [cache, _, _] = drawn.later(&self.keyed);
-                self.keyed.draws_from(Draw::Cache, drawn.identity(), cache)
+                self.keyed
+                    .draws_from(Draw::Cache, drawn.identity(), Some(cache))
             });
         let done = self.service(id).begin_work(now, key, hit);
         self.events.push(done, Event::WorkDone(key));
@@ -555,7 +557,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         let (user, status_check, gives_up) =
             (attempt.from_user, attempt.status_check, attempt.gives_up);
         let drawn = self.drawn(key);
-        let Some(arrives) = self.response_arrives(drawn.identity(), drawn.response(), self.now)
+        let Some(arrives) =
+            self.arrives(Leg::Response, drawn.identity(), drawn.response(), self.now)
         else {
             return self.drop_request(key);
         };
