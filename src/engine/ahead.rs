@@ -59,11 +59,20 @@ impl<O: Observer> Engine<'_, O> {
             Leg::Request => (Draw::RequestLoss, network.request_loss, Draw::Request),
             Leg::Response => (Draw::ResponseLoss, network.response_loss, Draw::Response),
         };
-        if self.keyed.draws(loss, identity).chance(probability.get()) {
+        // Neither a loss of probability zero nor a constant latency draws: their draws are
+        // not even set up.
+        let probability = probability.get();
+        if probability > 0.0 && self.keyed.draws(loss, identity).unit() < probability {
             return None;
         }
-        let mut latency = self.keyed.draws_from(latency, identity, first);
-        Some(sent + network.latency.sample(&mut latency))
+        Some(
+            sent + match network.latency {
+                Distribution::Constant(value) => value.0,
+                ref distribution => {
+                    distribution.sample(&mut self.keyed.draws_from(latency, identity, first))
+                }
+            },
+        )
     }
 
     /// The first words of the draws of request `identity`, computed as it is sent if its
