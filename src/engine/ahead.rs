@@ -46,7 +46,7 @@ impl<O: Observer> Engine<'_, O> {
     /// When a message of request `identity` sent at `sent` on `leg` arrives (`first` is the
     /// first word of its latency, none if the latency is a constant, which draws nothing);
     /// `None` if the network loses it.
-    #[inline]
+    #[inline(always)]
     pub(super) fn arrives(
         &self,
         leg: Leg,
