@@ -22,6 +22,7 @@
 //! A timer is armed only if it can still fire: an attempt whose answer is learned as it is sent
 //! arms none.
 
+use super::client::attempt_gives_up;
 use super::{Engine, Event, Observer, request_identity};
 use crate::base::distribution::Distribution;
 use crate::base::random::{Draw, Identity, Random, RequestWords};
@@ -92,11 +93,11 @@ impl<O: Observer> Engine<'_, O> {
         if self.learn_failures_early
             && self.retries_ahead < MAX_RETRIES_AHEAD
             && entry.certain_refusal(at).is_some()
-            && self.refused_and_answered_in_time(key, at)
+            && let Some(words) = self.refused_and_answered_in_time(key, at)
         {
             self.retries_ahead += 1;
             let now = std::mem::replace(&mut self.now, at);
-            self.send(key, false);
+            self.send_drawn(key, false, words);
             self.now = now;
             self.retries_ahead -= 1;
         } else {
@@ -107,35 +108,27 @@ impl<O: Observer> Engine<'_, O> {
     /// Whether the attempt the call at `key` will send at `at` is a user's request that its
     /// service will certainly refuse, with a refusal back before the attempt times out and
     /// before the run ends: the path [`Engine::send`] then takes to the end, arming no timer.
-    fn refused_and_answered_in_time(&self, key: Key, at: Micros) -> bool {
+    /// If it is, the request's words, for the send to use rather than compute again (none for
+    /// a constant latency, which needs none).
+    fn refused_and_answered_in_time(&self, key: Key, at: Micros) -> Option<Option<RequestWords>> {
         let operation = self.operations.get(key).expect("a retrying call is live");
         if operation.downstream || operation.checking {
-            return false;
+            return None;
         }
         let identity = request_identity(operation.id, operation.attempt, false);
         let words = self.request_words_at_send(identity);
         let first = words.map(RequestWords::request);
-        let Some(reaches) = self.arrives(Leg::Request, identity, first, at) else {
-            return false;
-        };
+        let reaches = self.arrives(Leg::Request, identity, first, at)?;
         let entry = &self.services[usize::from(self.model.entry)];
         if !matches!(
             entry.certain_refusal(reaches),
             Some(Refusal::Reject | Refusal::Reset)
         ) {
-            return false;
+            return None;
         }
         let first = words.map(RequestWords::response);
-        let Some(arrives) = self.arrives(Leg::Response, identity, first, reaches) else {
-            return false;
-        };
-        let gives_up = at
-            + self
-                .model
-                .users
-                .policy
-                .attempt_timeout
-                .min(operation.deadline.saturating_sub(at));
-        arrives < gives_up && arrives < self.model.duration
+        let arrives = self.arrives(Leg::Response, identity, first, reaches)?;
+        let gives_up = attempt_gives_up(&self.model.users.policy, operation.deadline, at);
+        (arrives < gives_up && arrives < self.model.duration).then_some(words)
     }
 }

@@ -241,11 +241,16 @@ impl<O: Observer> Engine<'_, O> {
 
     /// Sends an attempt of `operation`, or a status check about it.
     pub(super) fn send(&mut self, key: Key, status_check: bool) {
+        self.send_drawn(key, status_check, None);
+    }
+
+    /// [`Engine::send`], with the request's words if they were computed already (a retry
+    /// checked ahead of its time, `Engine::schedule_retry`).
+    pub(super) fn send_drawn(&mut self, key: Key, status_check: bool, words: Option<RequestWords>) {
         let now = self.now;
         let operation = self.operations.get(key).expect("a live operation sends");
-        let time_left = operation.deadline.saturating_sub(now);
         let call = self.downstream_call(key, operation);
-        let gives_up = now + policy_of(self.model, call).attempt_timeout.min(time_left);
+        let gives_up = attempt_gives_up(policy_of(self.model, call), operation.deadline, now);
         let (service, from_user) = match call {
             None => (self.model.entry, true),
             Some(call) => (call.target, false),
@@ -286,7 +291,7 @@ impl<O: Observer> Engine<'_, O> {
                 counts.retries += 1;
             }
         }
-        let words = self.request_words_at_send(identity);
+        let words = words.or_else(|| self.request_words_at_send(identity));
         let first = words.map(RequestWords::request);
         let reaches = self.arrives(Leg::Request, identity, first, now);
         let attempt = self.attempts.insert(Attempt {
@@ -777,6 +782,13 @@ pub(super) enum Passage {
     Held,
     /// A control refused it, for this reason.
     Refused(FailureReason),
+}
+
+/// When a caller with `policy` stops waiting for an attempt sent at `sent` of a call with
+/// `deadline`: after its attempt timeout, or at the deadline if that comes first.
+#[inline]
+pub(super) fn attempt_gives_up(policy: &CallerPolicy, deadline: Micros, sent: Micros) -> Micros {
+    sent + policy.attempt_timeout.min(deadline.saturating_sub(sent))
 }
 
 /// The retry policy of the users, or of the service that made `call`.
