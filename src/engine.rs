@@ -121,7 +121,7 @@ use crate::control::ControlSet;
 use crate::engine::counters::{Measurements, Recorder};
 use crate::engine::event_queue::{EventQueue, Lane};
 use crate::engine::service::Service;
-use crate::model::{Arrivals, Model, ServiceId};
+use crate::model::{Arrivals, CallerPolicy, Model, ServiceId};
 use crate::retry::retry_after::RetryAfterMode;
 use crate::vocabulary::outcome::{AttemptOutcome, NextStep};
 use arrivals::OpenArrivals;
@@ -481,6 +481,13 @@ impl Drawn {
     fn response(&self) -> Option<u64> {
         self.ready.then_some(self.later[1])
     }
+}
+
+/// When a caller with `policy` stops waiting for an attempt sent at `sent` of a call with
+/// `deadline`: after its attempt timeout, or at the deadline if that comes first.
+#[inline]
+fn attempt_gives_up(policy: &CallerPolicy, deadline: Micros, sent: Micros) -> Micros {
+    sent + policy.attempt_timeout.min(deadline.saturating_sub(sent))
 }
 
 /// The [`Identity`] of attempt `index` of call `call` (its [`Operation::id`]), or of the status

@@ -22,8 +22,7 @@
 //! A timer is armed only if it can still fire: an attempt whose answer is learned as it is sent
 //! arms none.
 
-use super::client::attempt_gives_up;
-use super::{Engine, Event, Observer, request_identity};
+use super::{Engine, Event, Observer, attempt_gives_up, request_identity};
 use crate::base::distribution::Distribution;
 use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;

@@ -6,7 +6,8 @@
 use super::ahead::Leg;
 use super::{
     Attempt, AttemptRecord, DownstreamCall, Drawn, Engine, Event, LastRetry,
-    MAX_INSTANT_OPERATIONS, Observer, Operation, Reply, Stage, Stalled, request_identity,
+    MAX_INSTANT_OPERATIONS, Observer, Operation, Reply, Stage, Stalled, attempt_gives_up,
+    request_identity,
 };
 use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;
@@ -782,13 +783,6 @@ pub(super) enum Passage {
     Held,
     /// A control refused it, for this reason.
     Refused(FailureReason),
-}
-
-/// When a caller with `policy` stops waiting for an attempt sent at `sent` of a call with
-/// `deadline`: after its attempt timeout, or at the deadline if that comes first.
-#[inline]
-pub(super) fn attempt_gives_up(policy: &CallerPolicy, deadline: Micros, sent: Micros) -> Micros {
-    sent + policy.attempt_timeout.min(deadline.saturating_sub(sent))
 }
 
 /// The retry policy of the users, or of the service that made `call`.
