@@ -121,7 +121,7 @@ use crate::control::ControlSet;
 use crate::engine::counters::{Measurements, Recorder};
 use crate::engine::event_queue::{EventQueue, Lane};
 use crate::engine::service::Service;
-use crate::model::{Arrivals, CallerPolicy, Model, ServiceId};
+use crate::model::{Arrivals, CallerPolicy, LinkId, Model, ServiceId};
 use crate::retry::retry_after::RetryAfterMode;
 use crate::vocabulary::outcome::{AttemptOutcome, NextStep};
 use arrivals::OpenArrivals;
@@ -431,11 +431,14 @@ enum LastRetry {
 
 /// What a request draws after it is sent, kept beside it: who it is, and the first words of
 /// its later draws (its [`RequestWords`] but the first, used as it is sent), if they were
-/// computed as it was sent. Forty bytes, its identity's fields side by side.
+/// computed as it was sent, and the link it travels. Forty bytes, its identity's fields side
+/// by side.
 #[derive(Debug, Clone, Copy, Default)]
 struct Drawn {
     call: u64,
     part: u32,
+    /// The [`crate::model::Link`] it travels, both ways.
+    link: LinkId,
     /// `later` holds the request's words: they were computed as it was sent, since its latency
     /// draws (not a constant).
     ready: bool,
@@ -444,13 +447,14 @@ struct Drawn {
 }
 
 impl Drawn {
-    fn new(identity: Identity, words: Option<RequestWords>) -> Drawn {
+    fn new(identity: Identity, link: LinkId, words: Option<RequestWords>) -> Drawn {
         let later = words.map_or([0; 3], |words| {
             [words.cache(), words.response(), words.retry()]
         });
         Drawn {
             call: identity.call,
             part: identity.part,
+            link,
             ready: words.is_some(),
             later,
         }
@@ -558,9 +562,10 @@ struct DownstreamCall {
 struct Lanes {
     /// The next open-loop arrival.
     arrivals: Lane,
-    /// Messages, if the latency is a constant: their arrivals are then a stream in sending
-    /// order (a random latency would make the lane a cost, not a saving).
-    network: Option<Lane>,
+    /// Per link, the lane of its messages if its latency is a constant: their arrivals are
+    /// then a stream in sending order (a random latency would make the lane a cost, not a
+    /// saving). Links of one constant latency share a lane.
+    network: Vec<Option<Lane>>,
     /// Attempt timeouts of the users: their timeout is one constant, cut short only by a
     /// deadline.
     user_timeouts: Lane,
@@ -570,10 +575,29 @@ struct Lanes {
 
 impl Lanes {
     fn new(events: &mut EventQueue<Event>, model: &Model) -> Lanes {
+        let arrivals = events.add_lane();
+        let mut constants: Vec<(Distribution, Lane)> = Vec::new();
+        let network = model
+            .links
+            .iter()
+            .map(|link| {
+                if !link.constant_latency() {
+                    return None;
+                }
+                let shared = constants
+                    .iter()
+                    .find(|(latency, _)| *latency == link.latency)
+                    .map(|&(_, lane)| lane);
+                Some(shared.unwrap_or_else(|| {
+                    let lane = events.add_lane();
+                    constants.push((link.latency, lane));
+                    lane
+                }))
+            })
+            .collect();
         Lanes {
-            arrivals: events.add_lane(),
-            network: matches!(model.network.latency, Distribution::Constant(_))
-                .then(|| events.add_lane()),
+            arrivals,
+            network,
             user_timeouts: events.add_lane(),
             service_timeouts: model
                 .services
@@ -583,10 +607,17 @@ impl Lanes {
         }
     }
 
-    /// Schedules the arrival of a message at `time`, in the network's lane if it has one.
+    /// Schedules the arrival at `time` of a message on `link`, in the link's lane if it has
+    /// one.
     #[inline]
-    fn push_message(&self, events: &mut EventQueue<Event>, time: Micros, event: Event) {
-        match self.network {
+    fn push_message(
+        &self,
+        events: &mut EventQueue<Event>,
+        link: LinkId,
+        time: Micros,
+        event: Event,
+    ) {
+        match self.network[usize::from(link)] {
             Some(lane) => events.push_in(lane, time, event),
             None => events.push(time, event),
         }

@@ -28,8 +28,8 @@ use crate::base::time::{MICROS_PER_SECOND, Micros};
 use crate::base::values::{Bounded, Probability};
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
-    InFlightRepeat, LimitKind, Outage, Policy, QueueDiscipline, RateLimitScope, Scenario, Service,
-    Start, TransportError, Workload,
+    InFlightRepeat, LimitKind, LinkNetwork, Outage, Policy, QueueDiscipline, RateLimitScope,
+    Scenario, Service, Start, TransportError, Workload,
 };
 use overload::{
     DEFAULT_INTERVAL, DEFAULT_TARGET, Discipline, EnvoyGradientConfig, Gradient2Config,
@@ -50,8 +50,10 @@ pub struct Model {
     pub bucket: Micros,
     /// The user clients.
     pub users: Users,
-    /// Latency and loss of every message, between clients and services and between services.
-    pub network: Network,
+    /// The network of each edge, between the users and the entry service
+    /// ([`USERS_LINK`]) and between a service and each it calls
+    /// ([`ServiceModel::call_links`]).
+    pub links: Vec<Link>,
     /// The services, as the policy sees them (its overrides applied).
     pub services: Vec<ServiceModel>,
     /// The service the users call.
@@ -206,10 +208,16 @@ pub enum Deadline {
     Unbounded,
 }
 
-/// The network between every pair of parties.
-#[derive(Debug, Clone)]
-pub struct Network {
-    /// One-way latency of every message.
+/// Index of a [`Link`] in [`Model::links`].
+pub type LinkId = u16;
+
+/// The link of the users to the entry service.
+pub const USERS_LINK: LinkId = 0;
+
+/// The network of one edge: from a caller (the users, or a service) to a service it calls.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Link {
+    /// One-way latency of every message, both ways.
     pub latency: Distribution,
     /// Probability that a request is lost on its way.
     pub request_loss: Probability,
@@ -250,6 +258,8 @@ pub struct ServiceModel {
     pub idempotency_in_flight: InFlightRepeat,
     /// The services called, in order, for every request served.
     pub calls: Vec<ServiceId>,
+    /// The [`Link`] of each call, in the order of `calls`.
+    pub call_links: Vec<LinkId>,
     /// The retry policy toward the services called (`None` for a leaf).
     pub downstream: Option<CallerPolicy>,
     /// The status answered when a downstream call fails for good.
@@ -472,10 +482,30 @@ impl Model {
                 .position(|service| service.name() == name)
                 .expect("validated: calls name services") as ServiceId
         };
+        let entry = topology.entry();
+        let mut links = vec![Link::of(
+            topology.link_network(None, services[entry].name()),
+        )];
         let services = services
             .iter()
             .map(|service| {
-                let mut model = ServiceModel::new(service, &index_of);
+                // Links of the same settings are one: the engine keeps one lane per constant.
+                let call_links = service
+                    .calls
+                    .iter()
+                    .map(|call| {
+                        let link =
+                            Link::of(topology.link_network(Some(service.name()), call.get_ref()));
+                        links
+                            .iter()
+                            .position(|known| *known == link)
+                            .unwrap_or_else(|| {
+                                links.push(link);
+                                links.len() - 1
+                            }) as LinkId
+                    })
+                    .collect();
+                let mut model = ServiceModel::new(service, &index_of, call_links);
                 if let Some(ttl) = policy.idempotency_ttl {
                     model.idempotency_ttl = ttl.micros();
                 }
@@ -487,13 +517,9 @@ impl Model {
             duration: scenario.duration.get_ref().micros(),
             bucket: scenario.bucket.get_ref().micros(),
             users,
-            network: Network {
-                latency: scenario.network.latency,
-                request_loss: scenario.network.request_loss,
-                response_loss: scenario.network.response_loss,
-            },
+            links,
             services,
-            entry: topology.entry() as ServiceId,
+            entry: entry as ServiceId,
             health: scenario
                 .recovery
                 .as_ref()
@@ -543,8 +569,27 @@ impl Model {
     }
 }
 
+impl Link {
+    fn of(network: LinkNetwork) -> Link {
+        Link {
+            latency: network.latency,
+            request_loss: network.request_loss,
+            response_loss: network.response_loss,
+        }
+    }
+
+    /// Whether every message on the link takes the same time.
+    pub fn constant_latency(&self) -> bool {
+        matches!(self.latency, Distribution::Constant(_))
+    }
+}
+
 impl ServiceModel {
-    fn new(service: &Service, index_of: &impl Fn(&str) -> ServiceId) -> ServiceModel {
+    fn new(
+        service: &Service,
+        index_of: &impl Fn(&str) -> ServiceId,
+        call_links: Vec<LinkId>,
+    ) -> ServiceModel {
         ServiceModel {
             name: service.name().to_string(),
             workers: service.workers.get(),
@@ -576,6 +621,7 @@ impl ServiceModel {
                 .iter()
                 .map(|call| index_of(call.get_ref()))
                 .collect(),
+            call_links,
             downstream: service
                 .retry
                 .as_ref()

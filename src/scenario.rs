@@ -14,6 +14,7 @@
 mod controls;
 mod imported;
 pub mod incident;
+mod links;
 mod load;
 mod overload;
 mod topology;
@@ -26,6 +27,7 @@ use toml::Spanned;
 pub use crate::base::capacity::CapacityPoint;
 pub use controls::ControlSpec;
 pub use imported::Imported;
+pub use links::{CLIENTS, LinkNetwork};
 pub use load::{
     ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,
     check_resolved_fits, load_with_configs, read_scenario,
@@ -72,9 +74,14 @@ pub struct Scenario {
     pub bucket: Spanned<Duration>,
     /// Who calls the upstream, and how.
     pub clients: Clients,
-    /// What lies between clients and services, and between services.
+    /// What lies between clients and services, and between services: every message's latency
+    /// and loss, on every edge no `[[link]]` describes.
     #[serde(default)]
     pub network: Network,
+    /// The network of single edges (clients to the entry, a service to one it calls), where
+    /// it differs from `[network]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub link: Vec<Spanned<Link>>,
     /// The one service the clients call, for a scenario without a topology.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<Service>,
@@ -292,6 +299,26 @@ impl Default for Network {
             response_loss: Probability::default(),
         }
     }
+}
+
+/// `[[link]]`: the network of one edge, both ways, where it differs from `[network]` (see
+/// [`links`]).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Link {
+    /// The caller: `clients`, or a service's name.
+    pub from: Spanned<String>,
+    /// The service it calls.
+    pub to: Spanned<String>,
+    /// One-way latency of every message on the edge, both ways (default: `[network]`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Distribution>,
+    /// Probability that a request on the edge is lost (default: `[network]`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_loss: Option<Probability>,
+    /// Probability that a response on the edge is lost (default: `[network]`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_loss: Option<Probability>,
 }
 
 /// `[upstream]`, or one `[[service]]` of a topology.

@@ -28,6 +28,7 @@ use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;
 use crate::base::time::Micros;
 use crate::engine::service::Refusal;
+use crate::model::{LinkId, USERS_LINK};
 
 /// Which way a message travels.
 #[derive(Debug, Clone, Copy)]
@@ -43,18 +44,19 @@ pub(super) enum Leg {
 pub(super) const MAX_RETRIES_AHEAD: u8 = 16;
 
 impl<O: Observer> Engine<'_, O> {
-    /// When a message of request `identity` sent at `sent` on `leg` arrives (`first` is the
-    /// first word of its latency, none if the latency is a constant, which draws nothing);
-    /// `None` if the network loses it.
+    /// When a message of request `identity` sent at `sent` on `leg` of `link` arrives
+    /// (`first` is the first word of its latency, none if the latency is a constant, which
+    /// draws nothing); `None` if the network loses it.
     #[inline(always)]
     pub(super) fn arrives(
         &self,
+        link: LinkId,
         leg: Leg,
         identity: Identity,
         first: Option<u64>,
         sent: Micros,
     ) -> Option<Micros> {
-        let network = &self.model.network;
+        let network = &self.model.links[usize::from(link)];
         let (loss, probability, latency) = match leg {
             Leg::Request => (Draw::RequestLoss, network.request_loss, Draw::Request),
             Leg::Response => (Draw::ResponseLoss, network.response_loss, Draw::Response),
@@ -75,12 +77,16 @@ impl<O: Observer> Engine<'_, O> {
         )
     }
 
-    /// The first words of the draws of request `identity`, computed as it is sent if its
-    /// latency draws: a constant latency draws nothing, and the words a request needs later
-    /// (for a cache, or a retry decision) are then computed when it needs them.
+    /// The first words of the draws of request `identity` on `link`, computed as it is sent
+    /// if its latency draws: a constant latency draws nothing, and the words a request needs
+    /// later (for a cache, or a retry decision) are then computed when it needs them.
     #[inline]
-    pub(super) fn request_words_at_send(&self, identity: Identity) -> Option<RequestWords> {
-        (!matches!(self.model.network.latency, Distribution::Constant(_)))
+    pub(super) fn request_words_at_send(
+        &self,
+        link: LinkId,
+        identity: Identity,
+    ) -> Option<RequestWords> {
+        (!self.model.links[usize::from(link)].constant_latency())
             .then(|| self.keyed.request_words(identity))
     }
 
@@ -115,9 +121,9 @@ impl<O: Observer> Engine<'_, O> {
             return None;
         }
         let identity = request_identity(operation.id, operation.attempt, false);
-        let words = self.request_words_at_send(identity);
+        let words = self.request_words_at_send(USERS_LINK, identity);
         let first = words.map(RequestWords::request);
-        let reaches = self.arrives(Leg::Request, identity, first, at)?;
+        let reaches = self.arrives(USERS_LINK, Leg::Request, identity, first, at)?;
         let entry = &self.services[usize::from(self.model.entry)];
         if !matches!(
             entry.certain_refusal(reaches),
@@ -126,7 +132,7 @@ impl<O: Observer> Engine<'_, O> {
             return None;
         }
         let first = words.map(RequestWords::response);
-        let arrives = self.arrives(Leg::Response, identity, first, reaches)?;
+        let arrives = self.arrives(USERS_LINK, Leg::Response, identity, first, reaches)?;
         let gives_up = attempt_gives_up(&self.model.users.policy, operation.deadline, at);
         (arrives < gives_up && arrives < self.model.duration).then_some(words)
     }

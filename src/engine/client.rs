@@ -13,7 +13,7 @@ use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;
 use crate::base::time::{MICROS_PER_MS, Micros};
 use crate::control::{AttemptEnd, CallEnd, ControlSet};
-use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId};
+use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId, USERS_LINK};
 use crate::retry::decision::{Decision, RetryInput, StopReason, plan_retry};
 use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::TransportError;
@@ -252,9 +252,13 @@ impl<O: Observer> Engine<'_, O> {
         let operation = self.operations.get(key).expect("a live operation sends");
         let call = self.downstream_call(key, operation);
         let gives_up = attempt_gives_up(policy_of(self.model, call), operation.deadline, now);
-        let (service, from_user) = match call {
-            None => (self.model.entry, true),
-            Some(call) => (call.target, false),
+        let (service, from_user, link) = match call {
+            None => (self.model.entry, true, USERS_LINK),
+            Some(call) => (
+                call.target,
+                false,
+                self.model.services[usize::from(call.service)].call_links[usize::from(call.number)],
+            ),
         };
         let hedged = self.hedging_anywhere && self.extras(key).hedged;
         let operation = self
@@ -292,9 +296,9 @@ impl<O: Observer> Engine<'_, O> {
                 counts.retries += 1;
             }
         }
-        let words = words.or_else(|| self.request_words_at_send(identity));
+        let words = words.or_else(|| self.request_words_at_send(link, identity));
         let first = words.map(RequestWords::request);
-        let reaches = self.arrives(Leg::Request, identity, first, now);
+        let reaches = self.arrives(link, Leg::Request, identity, first, now);
         let attempt = self.attempts.insert(Attempt {
             operation: key,
             index,
@@ -309,7 +313,7 @@ impl<O: Observer> Engine<'_, O> {
             reply: Reply::Pending,
         });
         self.awaiting.start(attempt);
-        self.keep_drawn(attempt, Drawn::new(identity, words));
+        self.keep_drawn(attempt, Drawn::new(identity, link, words));
         self.recorder
             .in_flight(self.operations.len(), self.attempts.len());
         if hedge {
@@ -319,7 +323,7 @@ impl<O: Observer> Engine<'_, O> {
             match self.services[usize::from(service)].certain_refusal(reaches) {
                 None => {
                     self.lanes
-                        .push_message(&mut self.events, reaches, Event::Reach(attempt));
+                        .push_message(&mut self.events, link, reaches, Event::Reach(attempt));
                 }
                 // A service down by its capacity curve until the request reaches it: the
                 // refusal is handled as the request is sent, at the time it reaches.

@@ -250,10 +250,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         service.read_row(key);
         let attempt = self.attempts.get_mut(key).expect("live attempt");
         attempt.stage = Stage::Writing;
-        let mut draws = self
-            .keyed
-            .draws(Draw::RowTrip, self.drawn[key.slot as usize].identity());
-        let latency = &self.model.network.latency;
+        let drawn = self.drawn(key);
+        let mut draws = self.keyed.draws(Draw::RowTrip, drawn.identity());
+        let latency = &self.model.links[usize::from(drawn.link)].latency;
         let travel = latency.sample(&mut draws) + latency.sample(&mut draws);
         self.events.push(now + travel, Event::WriteArrives(key));
         self.dispatch(id);
@@ -557,9 +556,13 @@ impl<'a, O: Observer> Engine<'a, O> {
         let (user, status_check, gives_up) =
             (attempt.from_user, attempt.status_check, attempt.gives_up);
         let drawn = self.drawn(key);
-        let Some(arrives) =
-            self.arrives(Leg::Response, drawn.identity(), drawn.response(), self.now)
-        else {
+        let Some(arrives) = self.arrives(
+            drawn.link,
+            Leg::Response,
+            drawn.identity(),
+            drawn.response(),
+            self.now,
+        ) else {
             return self.drop_request(key);
         };
         let learn_early = if reply == Reply::Ok {
@@ -579,7 +582,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         }
         self.lanes
-            .push_message(&mut self.events, arrives, Event::Response(key));
+            .push_message(&mut self.events, drawn.link, arrives, Event::Response(key));
     }
 
     pub(super) fn capacity_change(&mut self, id: ServiceId) {

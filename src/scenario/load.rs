@@ -390,6 +390,7 @@ impl<'a> Source<'a> {
         self.import_configs(&mut scenario)?;
         validate(&scenario).map_err(|(span, message)| self.error_at(span, &message))?;
         resolve_defaults(&mut scenario);
+        super::links::resolve_links(&mut scenario);
         resolve_incident(&mut scenario);
         Ok(scenario)
     }

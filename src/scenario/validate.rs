@@ -86,6 +86,7 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     }
     validate_clients(scenario)?;
     validate_topology(scenario, duration_span.clone())?;
+    super::links::validate_links(scenario)?;
     validate_services(scenario)?;
     validate_policies(scenario)?;
     validate_time_advances(scenario)?;
@@ -355,7 +356,7 @@ fn validate_time_advances(scenario: &Scenario) -> Result<(), Problem> {
                 if local {
                     ", or no control that refuses calls locally"
                 } else {
-                    ", or network.latency a value above zero"
+                    ", or the latency from the clients to the service they call (network.latency, or their [[link]]) a value above zero"
                 }
             ),
         ));

@@ -28,11 +28,10 @@ pub fn instant_ends(scenario: &Scenario, policy: &Policy) -> Vec<String> {
     let mut ends: Vec<String> = local_refusals(policy)
         .map(|kind| format!("the {kind} control refuses a call locally, at once"))
         .collect();
-    if !scenario.network.latency.is_certainly_zero() {
-        return ends;
-    }
-    let latency = format!("network.latency = {}", scenario.network.latency);
     let entry = scenario.entry();
+    let Some(latency) = zero_latency(scenario, None, entry) else {
+        return ends;
+    };
     if let Some(success) = instant_success(scenario, entry) {
         ends.push(format!("{latency} and {success}: a success takes no time"));
     }
@@ -76,7 +75,12 @@ pub fn least_operation_micros(scenario: &Scenario, policy: &Policy) -> f64 {
                 .unwrap_or(scenario.clients.deadline)
                 .micros(),
         ) as f64;
-    let round_trip = 2.0 * scenario.network.latency.least_mean_micros();
+    let entry = scenario.services()[scenario.entry()].name();
+    let round_trip = 2.0
+        * scenario
+            .link_network(None, entry)
+            .latency
+            .least_mean_micros();
     if round_trip > 0.0 {
         return round_trip.min(timeout);
     }
@@ -121,9 +125,32 @@ fn instant_success(scenario: &Scenario, index: usize) -> Option<String> {
         let callee = services
             .iter()
             .position(|callee| callee.name_is(call.get_ref()))?;
+        parts.push(zero_latency(scenario, Some(index), callee)?);
         parts.push(instant_success(scenario, callee)?);
     }
     Some(parts.join(" and "))
+}
+
+/// The setting that makes the latency from `caller` (`None` for the clients) to service
+/// `callee` certainly zero, as a scenario writes it; `None` if it is not.
+fn zero_latency(scenario: &Scenario, caller: Option<usize>, callee: usize) -> Option<String> {
+    let services = scenario.services();
+    let caller = caller.map(|index| services[index].name());
+    let callee = services[callee].name();
+    let latency = scenario.link_network(caller, callee).latency;
+    if !latency.is_certainly_zero() {
+        return None;
+    }
+    let from = caller.unwrap_or(super::CLIENTS);
+    let own_link = scenario.link.iter().any(|link| {
+        let link = link.get_ref();
+        link.from.get_ref() == from && link.to.get_ref() == callee
+    });
+    Some(if own_link {
+        format!("the [[link]] from {from:?} to {callee:?} has latency = {latency}")
+    } else {
+        format!("network.latency = {latency}")
+    })
 }
 
 /// An answer a service gives without doing the work.

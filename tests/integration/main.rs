@@ -17,6 +17,7 @@ mod hedging;
 mod imports;
 mod incidents;
 mod lessons;
+mod links;
 mod output_folders;
 mod overload;
 mod queueing;

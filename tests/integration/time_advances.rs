@@ -22,8 +22,9 @@ fn closed_loop(think: &str, rest: &str) -> String {
 
 /// The cases: answers that take no time over a network of no latency (a success
 /// without work, a rejecting outage, a rate limit, a cache hit of no time), and a breaker that
-/// refuses locally over the default 1 ms latency, each with what names it in the error.
-const INSTANT_CASES: [(&str, &str, &str); 5] = [
+/// refuses locally over the default 1 ms latency, and a success without work over a link of
+/// no latency, each with what names it in the error.
+const INSTANT_CASES: [(&str, &str, &str); 6] = [
     (
         "zero-time success",
         "[network]\nlatency = \"0s\"\n[upstream]\nworkers = 10\nservice_time = \"0s\"\n",
@@ -48,6 +49,11 @@ const INSTANT_CASES: [(&str, &str, &str); 5] = [
         "open breaker",
         "[upstream]\nworkers = 10\nservice_time = \"10ms\"\nerrors = { rate = 1.0 }\n[[policy]]\nname = \"breaker\"\ncontrols = [{ kind = \"circuit-breaker\" }]\n",
         "the circuit-breaker control refuses a call locally, at once",
+    ),
+    (
+        "zero-time link",
+        "[[link]]\nfrom = \"clients\"\nto = \"upstream\"\nlatency = \"0s\"\n[upstream]\nworkers = 10\nservice_time = \"0s\"\n",
+        "the [[link]] from \"clients\" to \"upstream\" has latency = 0s and upstream.service_time = 0s: a success takes no time",
     ),
 ];
 

@@ -184,6 +184,7 @@ mod tests {
             idempotency_ttl: 0,
             idempotency_in_flight: InFlightRepeat::Reject,
             calls: Vec::new(),
+            call_links: Vec::new(),
             downstream: None,
             failure_status: 503,
             rejection_cost: RejectionCosts::default(),
