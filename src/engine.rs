@@ -27,12 +27,13 @@
 //! the service's `queue_discipline`), else it is refused with `overload_status`. A refusal may
 //! cost a worker's time (`rejection_cost`); a service may crash under overload and come back
 //! cold ([`crate::engine::service::health`]).
-//! A worker spends a `service_time` on the request, then, if the service calls others, makes
-//! each call in order as a client of its own (its `retry` policy, the deadline propagated or
-//! fresh), held all the while, as a thread-per-request server is. When every call succeeded it
-//! answers success; when one failed for good it answers its `failure_status`. A service that
-//! calls nothing holds the data: serving a request of a non-idempotent method there commits a
-//! write, and a commit beyond the first for one logical operation at one service is a
+//! A worker spends a `service_time` on the request (with `contention`, longer the more requests
+//! are in service as it starts: [`crate::model::ContentionModel`]), then, if the service calls
+//! others, makes each call in order as a client of its own (its `retry` policy, the deadline
+//! propagated or fresh), held all the while, as a thread-per-request server is. When every call
+//! succeeded it answers success; when one failed for good it answers its `failure_status`. A
+//! service that calls nothing holds the data: serving a request of a non-idempotent method there
+//! commits a write, and a commit beyond the first for one logical operation at one service is a
 //! duplicate write. Work whose caller has given up is finished anyway and counted as wasted,
 //! unless `drop_expired` drops it when it reaches a worker or `cancellation` stops it when the
 //! caller gives up.

@@ -7,8 +7,11 @@
 //! settings) already applied. [`Model::new`] builds that, once per simulated policy, from a
 //! validated scenario; nothing downstream of it reads the scenario types.
 
+mod contention;
 mod describe;
 pub mod overload;
+
+pub use contention::ContentionModel;
 
 pub use describe::{
     CallerText, EffectivePolicies, PolicyText, attempt_timeout_text, effective_policies,
@@ -274,6 +277,8 @@ pub struct ServiceModel {
     pub crash: Option<CrashModel>,
     /// Slower service after a restart.
     pub cold_start: Option<ColdStartModel>,
+    /// Slower service the more requests are in service.
+    pub contention: Option<ContentionModel>,
     /// A cache in front of the work.
     pub cache: Option<CacheModel>,
     /// One row written with optimistic concurrency: the status of a collision.
@@ -676,6 +681,10 @@ impl ServiceModel {
                         (None, None) => unreachable!("validated: a cold start decays"),
                     },
                 }
+            }),
+            contention: service.contention.map(|contention| ContentionModel {
+                sigma: contention.sigma.get(),
+                kappa: contention.kappa.get(),
             }),
             optimistic_row: service
                 .optimistic_row

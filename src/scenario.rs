@@ -33,8 +33,8 @@ pub use load::{
     check_resolved_fits, load_with_configs, read_scenario,
 };
 pub use overload::{
-    Cache, CacheFill, ColdStart, ConcurrencyLimit, Crash, DisciplineKind, LimitKind, OptimisticRow,
-    QueueDiscipline, RejectionCost,
+    Cache, CacheFill, ColdStart, ConcurrencyLimit, Contention, Crash, DisciplineKind, LimitKind,
+    OptimisticRow, QueueDiscipline, RejectionCost,
 };
 pub use validate::{check_policy_name, longest_operation};
 pub use zero_time::{instant_ends, least_operation_micros, refuses_locally};
@@ -385,6 +385,10 @@ pub struct Service {
     /// Slower service right after a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cold_start: Option<Spanned<ColdStart>>,
+    /// Slower service the more requests are in service at once (the Universal Scalability
+    /// Law).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contention: Option<Contention>,
     /// A cache in front of the work, cold after a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Spanned<Cache>>,

@@ -159,6 +159,21 @@ checked_float!(
     |x| (0.0..=100_000.0).contains(&x)
 );
 
+checked_float!(
+    /// The Universal Scalability Law's sigma (contention): the share of a request's work that
+    /// waits for the other requests in service, 0 up to (not including) 1.
+    ContentionSigma,
+    "from 0 up to, but not including, 1 for contention.sigma, the share of the work that waits for each other request in service (at 1 no two requests would ever work in parallel)",
+    |x| (0.0..1.0).contains(&x)
+);
+checked_float!(
+    /// The Universal Scalability Law's kappa (coherency): the crosstalk between the requests in
+    /// service, paid `N (N - 1)` times with `N` of them; at least 0 and finite.
+    CoherencyKappa,
+    "at least 0 and finite for contention.kappa, the crosstalk between the requests in service, paid N (N - 1) times with N of them",
+    |x| x >= 0.0 && x.is_finite()
+);
+
 /// The endings of the folders a sweep of a scenario writes beside the scenario's own
 /// (`tuning-sweep/`, `tuning-shards/` for `tuning`), which a scenario's name may not have: a
 /// scenario named `tuning-shards` would run into the folder of `tuning`'s shards, and its next

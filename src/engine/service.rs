@@ -37,6 +37,11 @@ use health::Health;
 use limit::ConcurrencyLimit;
 use queue::{Dequeued, Queue};
 
+/// The longest a worker's own work lasts: about 146,000 years, beyond the end of any run, so
+/// that a slowdown too large for the clock (a `kappa` of 10^300) ends the work there, where
+/// nothing is left to see it, instead of overflowing.
+const LONGEST_WORK: Micros = Micros::MAX / 4;
+
 /// What a service that is down does with a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Refusal {
@@ -343,20 +348,27 @@ impl<'m> Service<'m> {
     }
 
     /// A worker takes request `attempt` at `now`; returns when its own work is done: a cache
-    /// hit's time or a service time (a miss), longer while the service is cold. `hit` is the
-    /// request's draw for its cache, if the service has one.
+    /// hit's time or a service time (a miss), longer while the service is cold and the more
+    /// requests are in service with contention. `hit` is the request's draw for its cache, if
+    /// the service has one.
     #[inline]
     pub fn begin_work(&mut self, now: Micros, attempt: Key, hit: Option<Draws>) -> Micros {
         self.busy += 1;
-        if self.model.cache.is_none() && self.model.cold_start.is_none() {
+        if self.model.cache.is_none()
+            && self.model.cold_start.is_none()
+            && self.model.contention.is_none()
+        {
             return now + self.model.service_time.sample(&mut self.service_times);
         }
-        self.cache_or_cold_work(now, attempt, hit)
+        self.cached_or_slowed_work(now, attempt, hit)
     }
 
-    /// [`Service::begin_work`] with a cache or a cold start to account for.
+    /// [`Service::begin_work`] with a cache, a cold start or contention to account for. The
+    /// slowdowns multiply: a cold service under contention is slow for both reasons. They draw
+    /// nothing: contention's multiplier is that of the requests in service as this one starts,
+    /// itself included ([`crate::model::ContentionModel`]).
     #[inline(never)]
-    fn cache_or_cold_work(&mut self, now: Micros, attempt: Key, hit: Option<Draws>) -> Micros {
+    fn cached_or_slowed_work(&mut self, now: Micros, attempt: Key, hit: Option<Draws>) -> Micros {
         let work = match (self.health.hit_ratio(), hit) {
             (Some(hit_ratio), Some(mut hit)) => {
                 let hit = hit.unit() < hit_ratio;
@@ -370,7 +382,13 @@ impl<'m> Service<'m> {
             _ => self.model.service_time.sample(&mut self.service_times),
         };
         let cold = self.health.cold_multiplier(now);
-        now + (work as f64 * cold).round() as Micros
+        let in_service = self.busy - self.rejecting;
+        let crowded = self
+            .model
+            .contention
+            .map_or(1.0, |contention| contention.multiplier(in_service));
+        let slowed = (work as f64 * cold * crowded).round();
+        now + slowed.min(LONGEST_WORK as f64) as Micros
     }
 
     /// The record of request `attempt`, new if it is a new tenant of its slot.

@@ -299,6 +299,9 @@ fn overload_settings(service: &Service) -> Vec<String> {
     if let Some(cold) = &service.cold_start {
         settings.push(written("cold_start", cold.get_ref()));
     }
+    if let Some(contention) = &service.contention {
+        settings.push(written("contention", contention));
+    }
     if let Some(cache) = &service.cache {
         settings.push(written("cache", cache.get_ref()));
     }
@@ -802,6 +805,20 @@ fn service_table(page: &mut String, run: &ScenarioRun) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A service's overload settings are shown as TOML (keys sorted), contention among them.
+    #[test]
+    fn overload_settings_are_shown_as_toml() {
+        let text = "name = \"t\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 4\nservice_time = \"10ms\"\ncancellation = true\ncontention = { sigma = 0.02, kappa = 0.0001 }\n";
+        let scenario = crate::import::load_str(text, "t.toml", &[]).unwrap();
+        assert_eq!(
+            overload_settings(scenario.services()[0]),
+            [
+                "<code>cancellation = true</code>",
+                "<code>contention = { kappa = 0.0001, sigma = 0.02 }</code>"
+            ]
+        );
+    }
 
     #[test]
     fn text_is_escaped() {

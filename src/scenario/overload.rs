@@ -1,13 +1,14 @@
 //! How a service behaves under overload, as a scenario file writes it: what a rejection
 //! costs, its queue discipline, an adaptive concurrency limit, crashing under load and coming
-//! back cold, a cache that must warm up. Every one of them is off unless written, and a
-//! service without them behaves (and draws random numbers) exactly as before they existed.
+//! back cold, slowing down with the requests it serves at once, a cache that must warm up.
+//! Every one of them is off unless written, and a service without them behaves (and draws
+//! random numbers) exactly as before they existed.
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use crate::base::time::Duration;
-use crate::base::values::{Bounded, Factor, Probability};
+use crate::base::values::{Bounded, CoherencyKappa, ContentionSigma, Factor, Probability};
 
 /// `rejection_cost = { queue_full = 0.1, ... }`: how long a rejection holds a worker, as a
 /// fraction of the mean service time, per kind of rejection. Rejecting is work: parsing,
@@ -146,6 +147,26 @@ pub struct ColdStart {
     /// It decays with time: `e` of its excess is left after this long.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time: Option<Duration>,
+}
+
+/// `contention = { sigma = 0.02, kappa = 0.0001 }`: the service slows down with the requests
+/// it serves at once, as Gunther's Universal Scalability Law says (N. J. Gunther, "Guerrilla
+/// Capacity Planning", 2007): a request's work takes `1 + sigma (N - 1) + kappa N (N - 1)`
+/// times its drawn service time, `N` the requests its workers hold when it starts, itself
+/// included. Past `N* = sqrt((1 - sigma) / kappa)` more concurrency serves fewer requests a
+/// second, which lets timeouts and retries hold a service in collapse. See
+/// [`crate::model::ContentionModel`] for what is counted and why the multiplier is fixed when
+/// the work starts.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Contention {
+    /// The serialised share of the work (a lock, one database connection): each other request
+    /// in service adds this share of a service time.
+    pub sigma: ContentionSigma,
+    /// Crosstalk (cache lines, lock state, replicas kept consistent): with `N` requests in
+    /// service, `N (N - 1)` times this share of a service time is added, growing with the
+    /// square of the concurrency.
+    pub kappa: CoherencyKappa,
 }
 
 /// `optimistic_row = { collision_status = 503 }`: the service is one row with a version, as in

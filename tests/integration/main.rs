@@ -23,6 +23,7 @@ mod overload;
 mod queueing;
 mod reports;
 mod run_command;
+mod scalability;
 mod scenario_errors;
 mod support;
 mod sweep_command;

@@ -590,3 +590,90 @@ fn a_crash_at_every_request_is_refused() {
         load_str(&text, "ok.toml", &[]).unwrap();
     }
 }
+
+/// `contention = { sigma, kappa }`: both required, nothing else, sigma from 0 up to (not
+/// including) 1 (at 1 no two requests would ever work in parallel), kappa at least 0 and
+/// finite. Each bad value is reported at its place, naming the key and what is valid; an
+/// override is checked as the file is.
+#[test]
+fn contention_values_are_checked_at_their_place() {
+    let sigma = "from 0 up to, but not including, 1 for contention.sigma";
+    let kappa = "at least 0 and finite for contention.kappa";
+    let cases: [(&str, &[&str]); 9] = [
+        (
+            "contention = { sigma = 1.0, kappa = 0.0 }",
+            &["bad.toml:11:24:", "1 is out of range", sigma],
+        ),
+        (
+            "contention = { sigma = -0.1, kappa = 0.0 }",
+            &["bad.toml:11:24:", "-0.1 is out of range", sigma],
+        ),
+        (
+            "contention = { sigma = \"0.1\", kappa = 0.0 }",
+            &["bad.toml:11:24:", "invalid type: string", sigma],
+        ),
+        (
+            "contention = { sigma = 0.1, kappa = -0.001 }",
+            &["bad.toml:11:37:", "-0.001 is out of range", kappa],
+        ),
+        (
+            "contention = { sigma = 0.1, kappa = inf }",
+            &["bad.toml:11:37:", "inf is out of range", kappa],
+        ),
+        (
+            "contention = { sigma = 0.1, kappa = nan }",
+            &["bad.toml:11:37:", "NaN is out of range", kappa],
+        ),
+        (
+            "contention = { sigma = 0.1 }",
+            &["bad.toml:11:14:", "missing field `kappa`"],
+        ),
+        (
+            "contention = { kappa = 0.001 }",
+            &["bad.toml:11:14:", "missing field `sigma`"],
+        ),
+        (
+            "contention = { sigma = 0.1, kappa = 0.001, kapa = 0.1 }",
+            &[
+                "bad.toml:11:44:",
+                "unknown field `kapa`",
+                "expected `sigma` or `kappa` (did you mean `kappa`?)",
+            ],
+        ),
+    ];
+    for (contention, parts) in cases {
+        let message = error_with(
+            "service_time = \"5ms\"",
+            &format!("service_time = \"5ms\"\n{contention}"),
+        );
+        assert_contains(&message, parts);
+    }
+    let text = VALID.replacen(
+        "service_time = \"5ms\"",
+        "service_time = \"5ms\"\ncontention = { sigma = 0.02, kappa = 0.0001 }",
+        1,
+    );
+    let scenario = load_str(&text, "ok.toml", &[]).unwrap();
+    assert!(
+        scenario
+            .to_resolved_toml()
+            .contains("[upstream.contention]\nsigma = 0.02\nkappa = 0.0001\n"),
+        "{}",
+        scenario.to_resolved_toml()
+    );
+    let message = load_str(
+        &text,
+        "bad.toml",
+        &[Override::set("upstream.contention.sigma", "1.5")],
+    )
+    .unwrap_err()
+    .to_string();
+    assert_contains(
+        &message,
+        &[
+            "bad.toml: --set upstream.contention.sigma=1.5:",
+            "1.5 is out of range",
+            sigma,
+        ],
+    );
+}

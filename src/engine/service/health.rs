@@ -192,6 +192,7 @@ mod tests {
             concurrency_limit: None,
             crash,
             cold_start: cold,
+            contention: None,
             cache,
             optimistic_row: None,
         }
