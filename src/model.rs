@@ -707,6 +707,15 @@ impl ServiceModel {
         self.service_time.mean_micros()
     }
 
+    /// How many workers' worth of requests `available` workers serve at best: all of them,
+    /// or with `contention` the most at the best concurrency they allow
+    /// ([`ContentionModel::most_served`]).
+    pub fn serving_workers(&self, available: u64) -> f64 {
+        self.contention.map_or(available as f64, |contention| {
+            contention.most_served(available)
+        })
+    }
+
     /// It calls no other service: the data lives here.
     pub fn is_leaf(&self) -> bool {
         self.calls.is_empty()

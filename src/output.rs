@@ -170,8 +170,11 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
             .enumerate()
             .map(move |(index, (counts, latency))| {
                 let state = &entry.buckets[index];
-                let capacity_rps =
-                    state.capacity_rps(entry_model.is_leaf(), entry_model.mean_service_us());
+                let capacity_rps = state.capacity_rps(
+                    entry_model.is_leaf(),
+                    entry_model.mean_service_us(),
+                    |workers| entry_model.serving_workers(workers),
+                );
                 let wasted_work_us: u64 = measurements
                     .services
                     .iter()
@@ -256,8 +259,11 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
                     .iter()
                     .enumerate()
                     .map(move |(index, counts)| {
-                        let capacity_rps =
-                            counts.capacity_rps(model.is_leaf(), model.mean_service_us());
+                        let capacity_rps = counts.capacity_rps(
+                            model.is_leaf(),
+                            model.mean_service_us(),
+                            |workers| model.serving_workers(workers),
+                        );
                         let mut row = vec![
                             policy.name.clone(),
                             service.name.clone(),

@@ -55,6 +55,30 @@ impl ContentionModel {
     }
 }
 
+impl ContentionModel {
+    /// The most requests `workers` serve at once in the time one request alone takes: the
+    /// greatest `N / m(N)` over the concurrencies `N` they allow, 1 to `workers`, which is at
+    /// `N*` rounded when `workers` allow it, else at `workers`. Times the requests a worker
+    /// serves a second alone, it is the service's capacity (`capacity_rps`): at full
+    /// concurrency past the peak, it serves less.
+    pub fn most_served(&self, workers: u64) -> f64 {
+        if workers == 0 {
+            return 0.0;
+        }
+        let peak = if self.kappa > 0.0 {
+            ((1.0 - self.sigma) / self.kappa).sqrt()
+        } else {
+            f64::INFINITY
+        };
+        let below = (peak.floor() as u64).clamp(1, workers);
+        let above = (peak.ceil().min(u64::MAX as f64) as u64).clamp(1, workers);
+        [below, above]
+            .into_iter()
+            .map(|n| n as f64 / self.multiplier(n))
+            .fold(0.0, f64::max)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -96,6 +120,38 @@ mod tests {
         };
         assert_eq!(huge.multiplier(10_000_000), f64::MAX);
         assert_eq!(0.0 * huge.multiplier(10_000_000), 0.0);
+    }
+
+    /// The most served is the greatest `N / m(N)` up to the workers, found by brute force.
+    #[test]
+    fn the_most_served_is_at_the_peak_or_the_workers() {
+        for (sigma, kappa) in [
+            (0.05, 0.002),
+            (0.02, 0.0005),
+            (0.3, 0.0),
+            (0.0, 0.0),
+            (0.0, 0.1),
+        ] {
+            let usl = ContentionModel { sigma, kappa };
+            for workers in [1, 2, 5, 21, 22, 23, 44, 45, 200, 1000] {
+                let brute = (1..=workers)
+                    .map(|n| n as f64 / usl.multiplier(n))
+                    .fold(0.0, f64::max);
+                let most = usl.most_served(workers);
+                assert!(
+                    (most - brute).abs() < 1e-9,
+                    "{sigma} {kappa} {workers}: {most} vs {brute}"
+                );
+            }
+        }
+        assert_eq!(
+            ContentionModel {
+                sigma: 0.1,
+                kappa: 0.1
+            }
+            .most_served(0),
+            0.0
+        );
     }
 
     /// Past the peak `N* = sqrt((1 - sigma) / kappa)` throughput `N / m(N)` falls.

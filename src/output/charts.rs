@@ -1632,7 +1632,8 @@ fn key_entry(label: &str, colour: RGBColor, dashed: bool) -> Series {
     }
 }
 
-/// A service's capacity (available workers / mean service time, requests per second) from 0
+/// A service's capacity (available workers / mean service time, requests per second, the
+/// workers counted by what they serve at best under contention) from 0
 /// to `end_s` seconds, as a line through the corners of its curve of whole workers: a step is
 /// drawn as a vertical step at the instant it happens, a ramp as the stairs of the workers it
 /// adds or loses. `None` where requests take no time (no finite capacity, as `capacity_rps`
@@ -1642,7 +1643,8 @@ fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Points> {
     if mean_us <= 0.0 {
         return None;
     }
-    let rps = |workers: u64| Some(workers as f64 * MICROS_PER_SECOND as f64 / mean_us);
+    let rps =
+        |workers: u64| Some(service.serving_workers(workers) * MICROS_PER_SECOND as f64 / mean_us);
     let end = (end_s * MICROS_PER_SECOND as f64).round() as Micros;
     let curve = &service.capacity;
     let mut workers = curve.available(0);
@@ -1674,7 +1676,7 @@ const MEANINGFUL_BUSY: f64 = 0.5;
 fn measured_capacity(bucket: &ServiceBucket, width: Micros, model: &ServiceModel) -> Option<f64> {
     let held = bucket.held_us as f64 / (bucket.workers_available as f64 * width as f64);
     if held >= MEANINGFUL_BUSY {
-        bucket.capacity_rps(false, model.mean_service_us())
+        bucket.capacity_rps(false, model.mean_service_us(), |workers| workers as f64)
     } else {
         None
     }
