@@ -105,6 +105,7 @@
 mod ahead;
 mod arrivals;
 mod awaiting;
+mod balancer;
 mod client;
 pub mod counters;
 pub mod downtime;
@@ -119,14 +120,16 @@ use crate::base::random::{Identity, Keyed, Purpose, Random, RequestWords, Stream
 use crate::base::slab::{Key, Slab};
 use crate::base::time::Micros;
 use crate::control::ControlSet;
-use crate::engine::counters::{Measurements, Recorder};
+use crate::engine::counters::{Measurements, Recorder, ServiceRecord};
 use crate::engine::event_queue::{EventQueue, Lane};
 use crate::engine::service::Service;
 use crate::model::{Arrivals, CallerPolicy, LinkId, Model, ServiceId};
 use crate::retry::retry_after::RetryAfterMode;
+use crate::scenario::fleet::Balancer;
 use crate::vocabulary::outcome::{AttemptOutcome, NextStep};
 use arrivals::OpenArrivals;
 use awaiting::Awaiting;
+use balancer::{Fleet, Tried};
 
 /// How many events ahead of the one being handled the engine prefetches for: a record that
 /// misses every cache takes as long to arrive as handling a few events does.
@@ -371,6 +374,8 @@ struct CallExtras {
     backoff_from: u16,
     /// The call is hedged: its [`HedgeState`] is in `Engine::hedges` at the same slot.
     hedged: bool,
+    /// The instances of a fleet it has tried, for `previous_hosts`.
+    tried: Tried,
 }
 
 impl CallExtras {
@@ -379,6 +384,7 @@ impl CallExtras {
         last_retry: LastRetry::None,
         backoff_from: 0,
         hedged: false,
+        tried: Tried::EMPTY,
     };
 }
 
@@ -488,6 +494,63 @@ impl Drawn {
     }
 }
 
+/// Every instance of every service of `model`, a service's side by side (see
+/// `Engine::services`).
+fn instances(model: &Model) -> Vec<Service<'_>> {
+    let mut instances = Vec::new();
+    for (id, service) in model.services.iter().enumerate() {
+        let store = instances.len() as ServiceId;
+        let fleet = &service.fleet;
+        for instance in 0..fleet.instances {
+            let number = instances.len() as ServiceId;
+            let curve = instance < fleet.capacity_instances;
+            instances.push(Service::new(
+                service,
+                number,
+                (id as ServiceId, store, curve),
+                model.seed,
+                model.users.count,
+                model.bucket,
+            ));
+        }
+    }
+    instances
+}
+
+/// Each service's [`Fleet`]: its instances among `Engine::services`, and the balancing state
+/// of its callers, one scope per user client process for the entry, one per calling instance
+/// for the others (the entry has no calling service: a topology has no cycle).
+fn fleets(model: &Model) -> Vec<Fleet> {
+    let all: usize = model
+        .services
+        .iter()
+        .map(|service| usize::from(service.fleet.instances))
+        .sum();
+    let mut first = 0;
+    model
+        .services
+        .iter()
+        .enumerate()
+        .map(|(id, service)| {
+            let fleet = &service.fleet;
+            let scopes = if id == usize::from(model.entry) {
+                model.users.processes as usize
+            } else {
+                all
+            };
+            let built = Fleet::new(
+                first,
+                fleet.instances,
+                fleet.balancer,
+                fleet.choice_count,
+                scopes,
+            );
+            first += fleet.instances;
+            built
+        })
+        .collect()
+}
+
 /// When a caller with `policy` stops waiting for an attempt sent at `sent` of a call with
 /// `deadline`: after its attempt timeout, or at the deadline if that comes first.
 #[inline]
@@ -544,8 +607,10 @@ impl Operation {
 /// Who made a downstream call, and for which user operation.
 #[derive(Debug, Clone, Copy)]
 struct DownstreamCall {
-    /// The calling service.
+    /// The calling instance (among `Engine::services`).
     service: ServiceId,
+    /// The calling service (among the model's).
+    caller: ServiceId,
     /// The request its worker is serving.
     parent: Key,
     /// Which of the service's calls this is.
@@ -628,7 +693,7 @@ impl Lanes {
     fn timeouts(&self, call: Option<DownstreamCall>) -> Lane {
         match call {
             None => self.user_timeouts,
-            Some(call) => self.service_timeouts[usize::from(call.service)]
+            Some(call) => self.service_timeouts[usize::from(call.caller)]
                 .expect("a service that calls others has a lane for its timeouts"),
         }
     }
@@ -661,7 +726,21 @@ struct Engine<'a, O: Observer> {
     attempts: Slab<Attempt>,
     /// The attempts whose callers still wait for them.
     awaiting: Awaiting,
+    /// Every instance of every service: a service's instances side by side, in the model's
+    /// order of services (one each outside a fleet, so that an instance's index is then its
+    /// service's).
     services: Vec<Service<'a>>,
+    /// Per service of the model, its instances and how callers pick one.
+    fleets: Vec<Fleet>,
+    /// Some service is a fleet of several instances: without one, a request goes to its
+    /// service's only instance, picked by nothing.
+    fleets_anywhere: bool,
+    /// Some fleet's balancer counts the requests its callers have outstanding per instance.
+    outstanding_anywhere: bool,
+    /// A user's retry into an outage may be sent ahead of its time (`Engine::schedule_retry`):
+    /// answers to failures are learned as they are sent, and the entry is one instance, which
+    /// the retry will certainly reach.
+    retries_ahead_on: bool,
     /// The user clients' overload controls.
     user_controls: ControlSet,
     /// Each service's controls toward the services it calls (empty for most).
@@ -705,6 +784,12 @@ impl<'a, O: Observer> Engine<'a, O> {
             && matches!(model.users.workload, Arrivals::Open { .. })
             && model.users.policy.controls.is_empty()
             && model.users.policy.hedging.is_none();
+        let learn_failures_early = learn_successes_early
+            && !model
+                .users
+                .endpoints
+                .iter()
+                .any(|endpoint| endpoint.status_endpoint && !endpoint.idempotent_method);
         Engine {
             model,
             observer,
@@ -736,20 +821,16 @@ impl<'a, O: Observer> Engine<'a, O> {
             downstream: Vec::new(),
             attempts: Slab::default(),
             awaiting: Awaiting::default(),
-            services: model
+            services: instances(model),
+            fleets: fleets(model),
+            fleets_anywhere: model
                 .services
                 .iter()
-                .enumerate()
-                .map(|(id, service)| {
-                    Service::new(
-                        service,
-                        id as ServiceId,
-                        seed,
-                        model.users.count,
-                        model.bucket,
-                    )
-                })
-                .collect(),
+                .any(|service| service.fleet.instances > 1),
+            outstanding_anywhere: model.services.iter().any(|service| {
+                service.fleet.instances > 1 && service.fleet.balancer == Balancer::LeastRequest
+            }),
+            retries_ahead_on: learn_failures_early && model.entry_service().fleet.instances == 1,
             user_controls: ControlSet::new(
                 &model.users.policy.controls,
                 model.users.count,
@@ -781,15 +862,11 @@ impl<'a, O: Observer> Engine<'a, O> {
                 !policy.controls.is_empty()
                     || policy.hedging.is_some()
                     || policy.retry_after == RetryAfterMode::Pushback
+                    || policy.previous_hosts > 0
             }),
             hears_attempts,
             learn_successes_early,
-            learn_failures_early: learn_successes_early
-                && !model
-                    .users
-                    .endpoints
-                    .iter()
-                    .any(|endpoint| endpoint.status_endpoint && !endpoint.idempotent_method),
+            learn_failures_early,
             next_operation_id: 0,
             unfinished: 0,
             stalled: None,
@@ -822,11 +899,11 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         self.commit_writes_in_service();
         self.record_service_state();
-        let services = self
-            .services
-            .into_iter()
-            .map(Service::into_counts)
-            .collect();
+        let mut services: Vec<Vec<ServiceRecord>> =
+            self.model.services.iter().map(|_| Vec::new()).collect();
+        for instance in self.services {
+            services[usize::from(instance.service)].push(instance.into_counts());
+        }
         Ok(self
             .recorder
             .finish(services, usize::from(self.model.entry)))

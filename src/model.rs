@@ -29,6 +29,7 @@ use toml::Spanned;
 
 use crate::base::time::{MICROS_PER_SECOND, Micros};
 use crate::base::values::{Bounded, Probability};
+use crate::scenario::fleet::Balancer;
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
     InFlightRepeat, LimitKind, LinkNetwork, Outage, Policy, QueueDiscipline, RateLimitScope,
@@ -146,6 +147,9 @@ pub struct CallerPolicy {
     /// Client-side overload controls, in the order they are asked.
     pub controls: Vec<ControlModel>,
     /// Hedged requests instead of retries.
+    /// A retry to a fleet draws a host it already tried again, up to this many times
+    /// (Envoy's `previous_hosts` with `host_selection_retry_max_attempts`; 0: off).
+    pub previous_hosts: u32,
     pub hedging: Option<HedgingModel>,
 }
 
@@ -249,8 +253,11 @@ pub struct ServiceModel {
     pub rate_limit: Option<RateLimit>,
     /// Load-independent errors.
     pub errors: Option<Errors>,
-    /// Workers available over time.
+    /// Workers available over time (each instance's, in a fleet).
     pub capacity: CapacityCurve,
+    /// All the workers all the time: the curve of a fleet's instances that the capacity curve
+    /// does not apply to.
+    pub full_capacity: CapacityCurve,
     /// What happens while capacity is zero.
     pub outage: Outage,
     /// Drop queued requests whose caller has given up.
@@ -283,6 +290,32 @@ pub struct ServiceModel {
     pub cache: Option<CacheModel>,
     /// One row written with optimistic concurrency: the status of a collision.
     pub optimistic_row: Option<u16>,
+    /// Its instances and how callers pick one (one instance without a `fleet`).
+    pub fleet: FleetModel,
+}
+
+/// A service's instances and how its callers pick one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FleetModel {
+    /// How many copies of the service run, each with its `workers` and queue.
+    pub instances: u16,
+    /// How a caller picks one.
+    pub balancer: Balancer,
+    /// `least-request`: the hosts compared for each pick.
+    pub choice_count: u16,
+    /// The first this many instances follow the capacity curve; the others keep full
+    /// capacity.
+    pub capacity_instances: u16,
+}
+
+impl FleetModel {
+    /// One instance: a service without a `fleet`.
+    pub const SINGLE: FleetModel = FleetModel {
+        instances: 1,
+        balancer: Balancer::RoundRobin,
+        choice_count: 2,
+        capacity_instances: 1,
+    };
 }
 
 /// The kinds of rejection, each with its own cost.
@@ -477,6 +510,7 @@ impl Model {
                     .hedging
                     .as_ref()
                     .map(|hedging| HedgingModel::new(hedging.get_ref())),
+                previous_hosts: policy.previous_hosts.get() as u32,
             },
             processes: clients.processes.get_ref().get(),
         };
@@ -617,6 +651,7 @@ impl ServiceModel {
                 status: errors.status.get() as u16,
             }),
             capacity: CapacityCurve::new(service.workers.get(), &service.capacity),
+            full_capacity: CapacityCurve::new(service.workers.get(), &[]),
             outage: service.outage,
             drop_expired: service.drop_expired,
             idempotency_ttl: service.idempotency_ttl.micros(),
@@ -699,6 +734,22 @@ impl ServiceModel {
                     fills: cache.fills.get() as f64,
                 }
             }),
+            fleet: service.fleet.as_ref().map_or(FleetModel::SINGLE, |fleet| {
+                let fleet = fleet.get_ref();
+                let instances = fleet.instances.get() as u16;
+                FleetModel {
+                    instances,
+                    balancer: fleet.load_balancer,
+                    choice_count: fleet
+                        .choice_count
+                        .as_ref()
+                        .map_or(2, |count| count.get_ref().get() as u16),
+                    capacity_instances: fleet
+                        .capacity_instances
+                        .as_ref()
+                        .map_or(instances, |count| count.get_ref().get() as u16),
+                }
+            }),
         }
     }
 
@@ -711,9 +762,19 @@ impl ServiceModel {
     /// or with `contention` the most at the best concurrency they allow
     /// ([`ContentionModel::most_served`]).
     pub fn serving_workers(&self, available: u64) -> f64 {
+        let instances = u64::from(self.fleet.instances);
         self.contention.map_or(available as f64, |contention| {
-            contention.most_served(available)
+            // A fleet's workers, split evenly: each instance slows down with its own load.
+            instances as f64 * contention.most_served(available / instances)
         })
+    }
+
+    /// The workers of all its instances when those the capacity curve applies to have
+    /// `curve_workers` each.
+    pub fn fleet_workers(&self, curve_workers: u64) -> u64 {
+        let fleet = &self.fleet;
+        let steady = u64::from(fleet.instances - fleet.capacity_instances);
+        curve_workers * u64::from(fleet.capacity_instances) + self.workers * steady
     }
 
     /// It calls no other service: the data lives here.
@@ -745,6 +806,7 @@ impl CallerPolicy {
                 .hedging
                 .as_ref()
                 .map(|hedging| HedgingModel::new(hedging.get_ref())),
+            previous_hosts: retry.previous_hosts.get() as u32,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! names the file, line and column, and says what would be valid; see [`crate::import::load`].
 
 mod controls;
+pub mod fleet;
 mod imported;
 pub mod incident;
 mod links;
@@ -392,6 +393,9 @@ pub struct Service {
     /// A cache in front of the work, cold after a restart.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache: Option<Spanned<Cache>>,
+    /// The service as several instances behind a load balancer (default: one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fleet: Option<Spanned<fleet::Fleet>>,
     /// The service is one row written with optimistic concurrency control: concurrent
     /// writers collide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -464,6 +468,10 @@ pub struct CallRetry {
     /// service is one process, so every scope is one state for the service.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Spanned<ControlSpec>>,
+    /// A retry to a fleet avoids the instances this call already tried, as a policy's
+    /// `previous_hosts`.
+    #[serde(default = "defaults::previous_hosts", skip_serializing_if = "is_zero")]
+    pub previous_hosts: Bounded<0, 100>,
     /// Read the settings from the config this tier runs, as a policy's `import` (an edge
     /// proxy's Envoy `retry_policy`, a gRPC service config), relative to the scenario file;
     /// settings written in this table win over the imported ones.
@@ -711,6 +719,11 @@ pub struct Policy {
     /// throttling, the AWS retry quota, adaptive throttling, a circuit breaker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Spanned<ControlSpec>>,
+    /// A retry to a fleet avoids the instances this call already tried: a pick of one is
+    /// drawn again, up to this many times (Envoy's `previous_hosts` retry host predicate with
+    /// `host_selection_retry_max_attempts`; default 0, off).
+    #[serde(default = "defaults::previous_hosts", skip_serializing_if = "is_zero")]
+    pub previous_hosts: Bounded<0, 100>,
     /// Topology settings changed for this policy's run only, with the keys of `--set`:
     /// `overrides = { "service.api.retry.max_attempts" = 0 }` compares retrying at every layer
     /// with retrying only at the edge in one scenario.
@@ -751,6 +764,10 @@ pub const DEFAULT_POLICY_NAME: &str = "article";
 /// Default values, one function each because serde wants functions.
 mod defaults {
     use super::*;
+
+    pub fn previous_hosts() -> Bounded<0, 100> {
+        Bounded(0)
+    }
 
     pub fn seed() -> u64 {
         1
@@ -858,6 +875,7 @@ mod defaults {
             status_endpoint: None,
             idempotency_ttl: None,
             controls: Vec::new(),
+            previous_hosts: previous_hosts(),
             overrides: Overrides::default(),
         }]
     }
@@ -879,6 +897,7 @@ mod defaults {
             deadline: CallDeadline::Propagate,
             hedging: None,
             controls: Vec::new(),
+            previous_hosts: previous_hosts(),
             import: None,
             import_method: None,
         }
@@ -952,6 +971,11 @@ impl Service {
             .as_ref()
             .is_some_and(|own| own.get_ref().as_str() == name)
     }
+}
+
+/// Whether a count is zero, to leave it out of the resolved scenario.
+fn is_zero<const MIN: u64, const MAX: u64>(value: &Bounded<MIN, MAX>) -> bool {
+    value.get() == 0
 }
 
 /// How `deadline = "propagate, at most 2s"` begins.

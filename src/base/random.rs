@@ -103,6 +103,8 @@ pub enum Draw {
     Think = 11,
     /// The identity of a call a service makes on behalf of a request ([`Identity::call`]).
     CallName = 12,
+    /// The instance of a fleet a request goes to, and a caller's first round-robin position.
+    Host = 13,
 }
 
 /// Who a draw belongs to: a call (a user operation, or one service's call to the next made on

@@ -95,7 +95,7 @@ impl<O: Observer> Engine<'_, O> {
     /// refusal the user will learn as it is sent (see the module's docs), else as an event.
     pub(super) fn schedule_retry(&mut self, key: Key, at: Micros) {
         let entry = &self.services[usize::from(self.model.entry)];
-        if self.learn_failures_early
+        if self.retries_ahead_on
             && self.retries_ahead < MAX_RETRIES_AHEAD
             && entry.certain_refusal(at).is_some()
             && let Some(words) = self.refused_and_answered_in_time(key, at)

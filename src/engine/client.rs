@@ -4,6 +4,7 @@
 //! ([`Engine::finish`]).
 
 use super::ahead::Leg;
+use super::balancer::Tried;
 use super::{
     Attempt, AttemptRecord, DownstreamCall, Drawn, Engine, Event, LastRetry,
     MAX_INSTANT_OPERATIONS, Observer, Operation, Reply, Stage, Stalled, attempt_gives_up,
@@ -98,7 +99,10 @@ impl<O: Observer> Engine<'_, O> {
     /// A service's worker, serving `parent`, makes its call number `number` to the next
     /// service.
     pub(super) fn start_call(&mut self, service: ServiceId, parent: Key, number: u8) {
-        let model = &self.model.services[usize::from(service)];
+        let (model, caller) = {
+            let instance = &self.services[usize::from(service)];
+            (instance.model, instance.service)
+        };
         let policy = model
             .downstream
             .as_ref()
@@ -131,12 +135,13 @@ impl<O: Observer> Engine<'_, O> {
         }
         self.downstream[slot] = DownstreamCall {
             service,
+            caller,
             parent,
             number,
             target: model.calls[usize::from(number)],
             logical,
         };
-        let controls = &mut self.caller_controls[usize::from(service)];
+        let controls = &mut self.caller_controls[usize::from(caller)];
         if !controls.is_empty() {
             controls.call_started(self.now, client);
         }
@@ -148,7 +153,7 @@ impl<O: Observer> Engine<'_, O> {
     pub(super) fn controls_of(&mut self, call: Option<DownstreamCall>) -> &mut ControlSet {
         match call {
             None => &mut self.user_controls,
-            Some(call) => &mut self.caller_controls[usize::from(call.service)],
+            Some(call) => &mut self.caller_controls[usize::from(call.caller)],
         }
     }
 
@@ -257,7 +262,7 @@ impl<O: Observer> Engine<'_, O> {
             Some(call) => (
                 call.target,
                 false,
-                self.model.services[usize::from(call.service)].call_links[usize::from(call.number)],
+                self.services[usize::from(call.service)].model.call_links[usize::from(call.number)],
             ),
         };
         let hedged = self.hedging_anywhere && self.extras(key).hedged;
@@ -265,13 +270,19 @@ impl<O: Observer> Engine<'_, O> {
             .operations
             .get_mut(key)
             .expect("a live operation sends");
-        let (index, call_id) = (operation.attempt, operation.id);
+        let (index, call_id, client) = (operation.attempt, operation.id, operation.client);
         let identity = request_identity(call_id, index, status_check);
         operation.live_attempts += 1;
         let hedge = !status_check && hedged;
         if hedge {
             operation.attempt += 1;
         }
+        // Outside a fleet a service's only instance has its index.
+        let service = if self.fleets_anywhere {
+            self.pick_instance(key, service, call, client, identity)
+        } else {
+            service
+        };
         // The entry service's callers are the users: their counts are its (`Recorder::finish`).
         if from_user {
             let counts = self.recorder.at(now);
@@ -286,7 +297,10 @@ impl<O: Observer> Engine<'_, O> {
                 }
                 self.recorder.attempt_sent(now, index == 0);
             }
-        } else {
+        }
+        // Each instance of a fleet counts what it was sent, for its own totals; the entry's
+        // counts as a whole are the users' all the same.
+        if !from_user || self.fleets_anywhere {
             let counts = self.services[usize::from(service)].counts(now);
             if status_check {
                 counts.status_checks += 1;
@@ -344,12 +358,71 @@ impl<O: Observer> Engine<'_, O> {
         }
     }
 
+    /// The instance of service `service` that the attempt `identity` of the call at `key`
+    /// goes to, picked by its caller's balancer (see [`super::balancer`]): the users' process
+    /// of `client`, or the calling instance of `call`.
+    fn pick_instance(
+        &mut self,
+        key: Key,
+        service: ServiceId,
+        call: Option<DownstreamCall>,
+        client: u32,
+        identity: Identity,
+    ) -> ServiceId {
+        let fleet = &mut self.fleets[usize::from(service)];
+        if fleet.instances == 1 {
+            return fleet.first;
+        }
+        let scope = scope_of(self.model, call, client);
+        let reselections = policy_of(self.model, call).previous_hosts;
+        let tried = if reselections > 0 {
+            self.extras[key.slot as usize].tried
+        } else {
+            Tried::EMPTY
+        };
+        let mut draws = self.keyed.draws(Draw::Host, identity);
+        let host = fleet.pick(scope, &mut draws, &tried, reselections);
+        fleet.sent(scope, host);
+        let first = fleet.first;
+        if reselections > 0 {
+            self.extras_mut(key).tried.push(host);
+        }
+        first + host
+    }
+
+    /// The caller of the attempt at `key` (to instance `instance`) stops waiting for it: its
+    /// balancer counts one request fewer outstanding there.
+    pub(super) fn stopped_waiting(&mut self, key: Key, instance: ServiceId) {
+        if !self.outstanding_anywhere {
+            return;
+        }
+        let service = self.services[usize::from(instance)].service;
+        if !self.fleets[usize::from(service)].counts_outstanding() {
+            return;
+        }
+        let operation_key = self.attempts.get(key).expect("a live attempt").operation;
+        let operation = self
+            .operations
+            .get(operation_key)
+            .expect("a live operation");
+        let scope = scope_of(
+            self.model,
+            self.downstream_call(operation_key, operation),
+            operation.client,
+        );
+        let fleet = &mut self.fleets[usize::from(service)];
+        let host = instance - fleet.first;
+        fleet.ended(scope, host);
+    }
+
     pub(super) fn response(&mut self, key: Key) {
         let Some(attempt) = self.attempts.get_mut(key) else {
             return;
         };
         attempt.server_holds = false;
+        let instance = attempt.service;
         if self.awaiting.stop(key) {
+            self.stopped_waiting(key, instance);
             self.resolve(key, false);
         }
         self.release_attempt(key);
@@ -364,8 +437,9 @@ impl<O: Observer> Engine<'_, O> {
             .expect("only an awaited attempt times out");
         let stopped = self.awaiting.stop(key);
         debug_assert!(stopped, "only an awaited attempt times out");
-        let service = attempt.service;
-        if attempt.from_user {
+        let (service, from_user) = (attempt.service, attempt.from_user);
+        self.stopped_waiting(key, service);
+        if from_user {
             self.recorder.at(self.now).timeouts += 1;
         } else {
             self.services[usize::from(service)]
@@ -374,7 +448,7 @@ impl<O: Observer> Engine<'_, O> {
         }
         self.resolve(key, true);
         self.release_attempt(key);
-        if self.model.services[usize::from(service)].cancellation {
+        if self.services[usize::from(service)].model.cancellation {
             self.cancel(key);
         }
     }
@@ -391,7 +465,7 @@ impl<O: Observer> Engine<'_, O> {
             attempt.service,
             attempt.from_user,
         );
-        let overload_status = self.model.services[usize::from(service)].overload_status;
+        let overload_status = self.services[usize::from(service)].model.overload_status;
         let (outcome, status, retry_after) = if timed_out {
             (AttemptOutcome::Timeout, None, None)
         } else {
@@ -789,12 +863,22 @@ pub(super) enum Passage {
     Refused(FailureReason),
 }
 
+/// The scope of the balancer that picks for `call` (see [`super::balancer`]): the process of
+/// user client `client`, or the instance that makes the call.
+#[inline]
+fn scope_of(model: &Model, call: Option<DownstreamCall>, client: u32) -> usize {
+    match call {
+        None => (u64::from(client) % model.users.processes) as usize,
+        Some(call) => usize::from(call.service),
+    }
+}
+
 /// The retry policy of the users, or of the service that made `call`.
 #[inline]
 pub(super) fn policy_of(model: &Model, call: Option<DownstreamCall>) -> &CallerPolicy {
     match call {
         None => &model.users.policy,
-        Some(call) => model.services[usize::from(call.service)]
+        Some(call) => model.services[usize::from(call.caller)]
             .downstream
             .as_ref()
             .expect("a service that calls others has a policy toward them"),
@@ -804,6 +888,7 @@ pub(super) fn policy_of(model: &Model, call: Option<DownstreamCall>) -> &CallerP
 /// What the downstream table holds at slots that are not downstream calls.
 const DOWNSTREAM_PLACEHOLDER: DownstreamCall = DownstreamCall {
     service: 0,
+    caller: 0,
     parent: Key {
         slot: u32::MAX,
         generation: 0,

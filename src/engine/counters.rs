@@ -113,11 +113,101 @@ pub struct ServiceMeasurements {
     pub buckets: Vec<ServiceBucket>,
     /// When it was down after crashing under overload.
     pub downtime: Downtime,
-    /// The longest its queue was at any instant.
+    /// The longest its queue was at any instant (a fleet's: the longest of any instance's).
     pub peak_queue_len: u64,
+    /// A fleet's instances, each one's counts over the whole run, in order (empty outside a
+    /// fleet).
+    pub instances: Vec<InstanceTotals>,
+}
+
+/// One instance of a fleet over the whole run.
+#[derive(Debug, Clone, Default)]
+pub struct InstanceTotals {
+    /// Its counts (the end-of-bucket state fields are zero).
+    pub counts: ServiceBucket,
+    /// The time it was down after crashing under overload.
+    pub down_us: Micros,
 }
 
 impl ServiceMeasurements {
+    /// The measurements of a service run as the instances `fleet` (one outside a fleet), each
+    /// padded to `length` buckets: their counts added, their end-of-bucket states too (a
+    /// fleet's queue is its instances' queues; its mean work the one that gives it the
+    /// capacity of all its workers), their crash periods joined.
+    fn of_fleet(mut fleet: Vec<ServiceRecord>, length: usize) -> ServiceMeasurements {
+        if fleet.len() == 1 {
+            let service = fleet.remove(0);
+            return ServiceMeasurements {
+                name: service.name,
+                buckets: service.counts.into_padded(length),
+                downtime: service.downtime,
+                peak_queue_len: service.peak_queue_len,
+                instances: Vec::new(),
+            };
+        }
+        let name = fleet[0].name.clone();
+        let peak_queue_len = fleet.iter().map(|instance| instance.peak_queue_len).max();
+        let mut periods: Vec<(Micros, Micros)> = fleet
+            .iter()
+            .flat_map(|instance| instance.downtime.periods().iter().copied())
+            .collect();
+        periods.sort_unstable();
+        let mut downtime = Downtime::default();
+        for (down, up) in periods {
+            downtime.record(down, up);
+        }
+        let down: Vec<Micros> = fleet
+            .iter()
+            .map(|instance| {
+                let periods = instance.downtime.periods();
+                periods.iter().map(|&(down, up)| up - down).sum()
+            })
+            .collect();
+        let instances: Vec<Vec<ServiceBucket>> = fleet
+            .into_iter()
+            .map(|instance| instance.counts.into_padded(length))
+            .collect();
+        let buckets = (0..length)
+            .map(|bucket| {
+                let mut merged = ServiceBucket::default();
+                let mut capacity = 0.0;
+                for instance in &instances {
+                    let own = &instance[bucket];
+                    merged.add_counts(own);
+                    merged.queue_len += own.queue_len;
+                    merged.busy += own.busy;
+                    merged.workers_available += own.workers_available;
+                    if own.mean_work_us > 0 {
+                        capacity += own.workers_available as f64 / own.mean_work_us as f64;
+                    }
+                }
+                if capacity > 0.0 {
+                    merged.mean_work_us = (merged.workers_available as f64 / capacity)
+                        .round()
+                        .max(1.0) as u64;
+                }
+                merged
+            })
+            .collect();
+        ServiceMeasurements {
+            name,
+            buckets,
+            downtime,
+            peak_queue_len: peak_queue_len.unwrap_or(0),
+            instances: instances
+                .iter()
+                .zip(down)
+                .map(|(buckets, down_us)| {
+                    let mut counts = ServiceBucket::default();
+                    for bucket in buckets {
+                        counts.add_counts(bucket);
+                    }
+                    InstanceTotals { counts, down_us }
+                })
+                .collect(),
+        }
+    }
+
     /// The counts over the whole run (the end-of-bucket state fields are zero).
     pub fn totals(&self) -> ServiceBucket {
         let mut total = ServiceBucket::default();
@@ -311,9 +401,11 @@ impl Recorder {
     /// users call); every bucket list padded to the same length. Only the users call the entry
     /// service (a call back to it would be a cycle), so what its callers sent and saw is what
     /// the users sent and saw, copied here rather than counted twice.
-    pub fn finish(self, services: Vec<ServiceRecord>, entry: usize) -> Measurements {
+    /// The measurements of the run, from the records of each service's instances.
+    pub fn finish(self, services: Vec<Vec<ServiceRecord>>, entry: usize) -> Measurements {
         let length = services
             .iter()
+            .flatten()
             .map(|service| service.counts.len())
             .chain([self.buckets.len(), self.latency.len()])
             .max()
@@ -324,12 +416,7 @@ impl Recorder {
         let users = self.buckets.into_padded(length);
         let mut services: Vec<ServiceMeasurements> = services
             .into_iter()
-            .map(|service| ServiceMeasurements {
-                name: service.name,
-                buckets: service.counts.into_padded(length),
-                downtime: service.downtime,
-                peak_queue_len: service.peak_queue_len,
-            })
+            .map(|fleet| ServiceMeasurements::of_fleet(fleet, length))
             .collect();
         if let Some(service) = services.get_mut(entry) {
             for (counts, sent) in service.buckets.iter_mut().zip(&users) {

@@ -155,9 +155,11 @@ impl<O: Observer> Engine<'_, O> {
             let Some(live) = self.attempts.get(attempt) else {
                 continue;
             };
-            self.awaiting.stop(attempt);
             let (service, index, sent, user) =
                 (live.service, live.index, live.sent, live.from_user);
+            if self.awaiting.stop(attempt) {
+                self.stopped_waiting(attempt, service);
+            }
             if user && self.hears_attempts {
                 let operation = self
                     .operations
@@ -177,7 +179,7 @@ impl<O: Observer> Engine<'_, O> {
                 });
             }
             self.release_attempt(attempt);
-            if self.model.services[usize::from(service)].cancellation {
+            if self.services[usize::from(service)].model.cancellation {
                 self.cancel(attempt);
             }
         }

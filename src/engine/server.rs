@@ -29,6 +29,14 @@ impl<'a, O: Observer> Engine<'a, O> {
         &mut self.services[usize::from(service)]
     }
 
+    /// The instance that keeps the keys and writes of instance `id`'s fleet (itself, outside
+    /// a fleet): a fleet shares one store, as its instances share one database.
+    #[inline]
+    fn store(&mut self, id: ServiceId) -> &mut Service<'a> {
+        let store = self.services[usize::from(id)].store;
+        &mut self.services[usize::from(store)]
+    }
+
     #[inline]
     pub(super) fn reach(&mut self, key: Key) {
         let now = self.now;
@@ -48,7 +56,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         );
         let (client, logical) = (operation.client, self.logical(operation_key, operation));
         let keyed = self.model.users.endpoints[usize::from(operation.endpoint)].idempotency_key;
-        let error_draws = self.model.services[usize::from(id)]
+        let error_draws = self.services[usize::from(id)]
+            .model
             .errors
             .is_some()
             .then(|| self.keyed.draws(Draw::Error, self.drawn(key).identity()));
@@ -63,19 +72,19 @@ impl<'a, O: Observer> Engine<'a, O> {
             return self.reply(key, Reply::Error(status));
         }
         if !status_check && keyed {
-            match service.judge_key(now, logical) {
+            match self.store(id).judge_key(now, logical) {
                 KeyVerdict::Process => {}
                 KeyVerdict::Replay => {
-                    service.counts(now).replayed += 1;
+                    self.service(id).counts(now).replayed += 1;
                     return self.reply(key, Reply::Ok);
                 }
-                KeyVerdict::InFlight => match service.model.idempotency_in_flight {
+                KeyVerdict::InFlight => match self.service(id).model.idempotency_in_flight {
                     InFlightRepeat::Reject => {
-                        service.counts(now).conflicts += 1;
+                        self.service(id).counts(now).conflicts += 1;
                         return self.reply(key, Reply::Conflict);
                     }
                     InFlightRepeat::Wait => {
-                        service.wait_on_key(logical, key);
+                        self.store(id).wait_on_key(logical, key);
                         self.attempts.get_mut(key).expect("live attempt").stage = Stage::Waiting;
                         return;
                     }
@@ -116,7 +125,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.service(id).counts(now).concurrency_limited += 1;
             self.abandon_key(key);
             self.charge(id, RejectionKind::ConcurrencyLimit);
-            let limit = self.model.services[usize::from(id)]
+            let limit = self.services[usize::from(id)]
+                .model
                 .concurrency_limit
                 .as_ref()
                 .expect("a service whose limit is reached has one");
@@ -126,7 +136,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         if admission == Admission::Refuse {
             self.abandon_key(key);
             self.charge(id, RejectionKind::QueueFull);
-            let retry_after = self.model.services[usize::from(id)].retry_after;
+            let retry_after = self.services[usize::from(id)].model.retry_after;
             return self.reply(key, Reply::Overloaded { retry_after });
         }
         self.service(id).admitted(now, key);
@@ -210,7 +220,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         attempt.stage = Stage::InService;
         attempt.service_start = now;
         let id = attempt.service;
-        let hit = self.model.services[usize::from(id)]
+        let hit = self.services[usize::from(id)]
+            .model
             .cache
             .is_some()
             .then(|| {
@@ -231,7 +242,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let Some(held) = self.held(key) else {
             return;
         };
-        let model = &self.model.services[usize::from(held.service)];
+        let model = self.services[usize::from(held.service)].model;
         if !held.status_check && !model.calls.is_empty() {
             return self.start_call(held.service, key, 0);
         }
@@ -277,7 +288,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         self.service(id).counts(now).collisions += 1;
         self.leave_service(key);
-        let status = self.model.services[usize::from(id)]
+        let status = self.services[usize::from(id)]
+            .model
             .optimistic_row
             .expect("a request writes only to an optimistic row");
         self.reply(key, Reply::Error(status));
@@ -306,7 +318,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let Some(held) = self.held(call.parent) else {
             return;
         };
-        let calls = self.model.services[usize::from(call.service)].calls.len();
+        let calls = self.services[usize::from(call.service)].model.calls.len();
         if succeeded && usize::from(call.number) + 1 < calls {
             self.start_call(call.service, call.parent, call.number + 1);
         } else if succeeded {
@@ -342,7 +354,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             let writes = self.operations.get(logical).expect("live operation").writes;
             if writes > 0 {
                 Reply::Committed
-            } else if pending || self.service(id).key_state(logical) == KeyState::InFlight {
+            } else if pending || self.store(id).key_state(logical) == KeyState::InFlight {
                 Reply::StillPending
             } else {
                 Reply::NotFound
@@ -355,7 +367,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.commit_write(id, operation_key);
             let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
             if endpoint.idempotency_key {
-                for waiter in self.service(id).complete_key(now, logical) {
+                for waiter in self.store(id).complete_key(now, logical) {
                     self.service(id).counts(now).replayed += 1;
                     self.reply(waiter, Reply::Ok);
                 }
@@ -373,14 +385,15 @@ impl<'a, O: Observer> Engine<'a, O> {
         let operation = self.operations.get(operation_key).expect("live operation");
         let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
         let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
-        if endpoint.idempotent_method || !self.model.services[usize::from(id)].calls.is_empty() {
+        if endpoint.idempotent_method || !self.services[usize::from(id)].model.calls.is_empty() {
             return;
         }
         self.operations
             .get_mut(logical)
             .expect("live operation")
             .writes += 1;
-        if self.service(id).commit_write(now, logical) {
+        self.service(id).counts(now).writes += 1;
+        if self.store(id).record_write(logical) {
             self.recorder.at(now).duplicate_writes += 1;
         }
     }
@@ -396,7 +409,8 @@ impl<'a, O: Observer> Engine<'a, O> {
         for key in in_service {
             let attempt = self.attempts.get(key).expect("listed above");
             let (id, operation_key) = (attempt.service, attempt.operation);
-            let optimistic = self.model.services[usize::from(id)]
+            let optimistic = self.services[usize::from(id)]
+                .model
                 .optimistic_row
                 .is_some();
             if !optimistic || self.service(id).write_row(key) {
@@ -413,7 +427,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         service.counts(now).downstream_failures += 1;
         service.ended(now, key, true, !held.caller_waiting);
         self.leave_service(key);
-        let status = self.model.services[usize::from(id)].failure_status;
+        let status = self.services[usize::from(id)].model.failure_status;
         self.reply(key, Reply::Error(status));
         self.dispatch(id);
     }
@@ -425,7 +439,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         if let Some(done) = self.service(id).pay_rejection_debt(now) {
             self.events.push(done, Event::RejectionWorkDone(id));
         }
-        let model = &self.model.services[usize::from(id)];
+        let model = self.services[usize::from(id)].model;
         while let Some(next) = self.service(id).next_queued(now) {
             match next {
                 Dequeued::Serve(key) => {
@@ -490,7 +504,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         }
         let logical = self.logical(operation_key, operation);
-        for waiter in self.service(id).abandon_key(logical) {
+        for waiter in self.store(id).abandon_key(logical) {
             self.reach_again(waiter);
         }
     }
@@ -501,7 +515,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let (id, operation_key) = (attempt.service, attempt.operation);
         let operation = self.operations.get(operation_key).expect("live operation");
         let logical = self.logical(operation_key, operation);
-        let service = self.service(id);
+        let service = self.store(id);
         if service.key_state(logical) == KeyState::InFlight {
             service.wait_on_key(logical, key);
         } else {

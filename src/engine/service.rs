@@ -23,6 +23,8 @@ pub mod rate_limiter;
 
 use std::collections::BTreeMap;
 
+use crate::base::capacity::CapacityCurve;
+
 use crate::base::random::{Draw, Draws, Identity, Keyed, Purpose, Random, Stream};
 use crate::base::slab::Key;
 use crate::base::time::Micros;
@@ -132,6 +134,14 @@ fn tenant<T: Tenant>(table: &mut Vec<T>, key: Key) -> &mut T {
 pub struct Service<'m> {
     /// What the service is.
     pub model: &'m ServiceModel,
+    /// Which service of the model it is an instance of (itself, outside a fleet).
+    pub service: ServiceId,
+    /// The instance that keeps its fleet's idempotency keys and writes: the fleet's first,
+    /// as a fleet shares one store (itself, outside a fleet).
+    pub store: ServiceId,
+    /// Its capacity over time: the service's curve, or a full one for an instance of a fleet
+    /// beyond the curve's `capacity_instances`.
+    capacity: &'m CapacityCurve,
     available: u64,
     /// Until when (exclusive) the capacity curve keeps `available` as it is: its next change.
     available_until: Micros,
@@ -162,17 +172,27 @@ pub struct Service<'m> {
 }
 
 impl<'m> Service<'m> {
-    /// Service number `id` of a simulation seeded with `seed`, whose users are `clients`
-    /// clients, counting in buckets of `bucket`.
+    /// Instance `id` (numbered across every service's instances) of service `service` of a
+    /// simulation seeded with `seed`, whose users are `clients` clients, counting in buckets of
+    /// `bucket`. `store` is the instance that keeps its fleet's keys; `curve` says whether it
+    /// follows the service's capacity curve (else it keeps full capacity).
     pub fn new(
         model: &'m ServiceModel,
         id: ServiceId,
+        (service, store, curve): (ServiceId, ServiceId, bool),
         seed: u64,
         clients: u64,
         bucket: Micros,
     ) -> Service<'m> {
         Service {
             model,
+            service,
+            store,
+            capacity: if curve {
+                &model.capacity
+            } else {
+                &model.full_capacity
+            },
             available: 0,
             available_until: 0,
             busy: 0,
@@ -227,13 +247,13 @@ impl<'m> Service<'m> {
     /// crash (capacity just reached zero with `outage = "crash"`) and when capacity next
     /// changes.
     pub fn update_capacity(&mut self, now: Micros) -> (bool, Option<Micros>) {
-        let next = self.model.capacity.next_change(now);
+        let next = self.capacity.next_change(now);
         self.available_until = next.unwrap_or(Micros::MAX);
         if self.health.is_down() {
             return (false, next);
         }
         let before = self.available;
-        self.available = self.model.capacity.available(now);
+        self.available = self.capacity.available(now);
         let crash = self.model.outage == Outage::Crash;
         if crash && before == 0 && self.available > 0 && now > 0 {
             self.health.come_back(now);
@@ -252,7 +272,7 @@ impl<'m> Service<'m> {
     /// It comes back at `now` after crashing under overload, cold.
     pub fn come_back(&mut self, now: Micros) {
         self.health.come_back(now);
-        self.available = self.model.capacity.available(now);
+        self.available = self.capacity.available(now);
     }
 
     /// Notes the load now; returns when to check for a crash, if the overload that crashes it
@@ -610,10 +630,10 @@ impl<'m> Service<'m> {
             .unwrap_or_default()
     }
 
-    /// A write of `logical` is committed here at `now`; returns whether it is a duplicate (a
-    /// commit beyond the first of that logical operation at this service).
-    pub fn commit_write(&mut self, now: Micros, logical: Key) -> bool {
-        self.counts(now).writes += 1;
+    /// A write of `logical` is committed to the data this service keeps (its fleet's, for the
+    /// fleet's store); returns whether it is a duplicate (a commit beyond the first of that
+    /// logical operation here).
+    pub fn record_write(&mut self, logical: Key) -> bool {
         let record = self.record(logical);
         record.writes += 1;
         record.writes > 1

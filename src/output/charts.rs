@@ -1643,8 +1643,10 @@ fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Points> {
     if mean_us <= 0.0 {
         return None;
     }
-    let rps =
-        |workers: u64| Some(service.serving_workers(workers) * MICROS_PER_SECOND as f64 / mean_us);
+    let rps = |curve_workers: u64| {
+        let workers = service.fleet_workers(curve_workers);
+        Some(service.serving_workers(workers) * MICROS_PER_SECOND as f64 / mean_us)
+    };
     let end = (end_s * MICROS_PER_SECOND as f64).round() as Micros;
     let curve = &service.capacity;
     let mut workers = curve.available(0);

@@ -395,6 +395,17 @@ fn validate_curve(name: &str, points: &[CapacityPoint]) -> Result<(), Problem> {
 }
 
 fn validate_services(scenario: &Scenario) -> Result<(), Problem> {
+    let services = scenario.services();
+    let entry = services[scenario.entry()];
+    let all_instances: u64 = services
+        .iter()
+        .map(|service| {
+            service
+                .fleet
+                .as_ref()
+                .map_or(1, |fleet| fleet.get_ref().instances.get())
+        })
+        .sum();
     for service in scenario.services() {
         validate_curve("capacity", &service.capacity)?;
         if let Some(limit) = &service.rate_limit
@@ -406,6 +417,12 @@ fn validate_services(scenario: &Scenario) -> Result<(), Problem> {
             ));
         }
         validate_overload(service)?;
+        let callers = if std::ptr::eq(service, entry) {
+            scenario.clients.processes.get_ref().get()
+        } else {
+            all_instances
+        };
+        super::fleet::validate_fleet(service, callers)?;
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ mod deploy_examples;
 mod determinism;
 mod docs;
 mod examples;
+mod fleets;
 mod fuzzing;
 mod hedging;
 mod imports;

@@ -179,6 +179,7 @@ mod tests {
             rate_limit: None,
             errors: None,
             capacity: CapacityCurve::new(1, &[]),
+            full_capacity: CapacityCurve::new(1, &[]),
             outage: Outage::Queue,
             drop_expired: false,
             idempotency_ttl: 0,
@@ -195,6 +196,7 @@ mod tests {
             contention: None,
             cache,
             optimistic_row: None,
+            fleet: crate::model::FleetModel::SINGLE,
         }
     }
 

@@ -1,0 +1,241 @@
+//! Which instance of a fleet an attempt goes to: the caller's load balancer.
+//!
+//! A load balancer runs in the caller, and each caller keeps its own state (`SYSTEMS.md`
+//! §1.1): a client process its round-robin position and its counts of requests outstanding per
+//! host, a calling instance its own. So state is kept per *scope*: each user client process
+//! (`clients.processes`), and each instance of a calling service. The policies, as Envoy's
+//! `lb_policy` and gRPC's `round_robin` pick (`SYSTEMS.md` §1.1, §1.2):
+//!
+//! - **round robin**: each scope cycles over the instances, from a start drawn at random the
+//!   first time it picks (gRPC's picker starts at a random index; a thousand clients that all
+//!   started at instance 0 would move in lock-step). A dead host keeps its share, 1/N.
+//! - **random**: a uniform draw per pick.
+//! - **least request**: `choice_count` uniform draws with replacement, the host with the
+//!   fewest requests this scope has outstanding kept, the earlier draw on a tie. A host that
+//!   fails fast has few outstanding and attracts load.
+//!
+//! A retry may avoid the hosts its call already tried (Envoy's `previous_hosts` predicate): a
+//! pick of one is drawn again (the next host, for round robin), up to `previous_hosts` times,
+//! after which the last pick stands, as Envoy's `host_selection_retry_max_attempts` says. The
+//! hosts remembered are the last [`TRIED`] of the call.
+//!
+//! Every draw is the request's own (`Draw::Host`), so picking moves no other draw.
+
+use crate::base::random::Random;
+use crate::scenario::fleet::Balancer;
+
+/// How many of a call's hosts are remembered, for `previous_hosts`.
+pub(super) const TRIED: usize = 6;
+
+/// The hosts a call has tried, the latest last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Tried {
+    hosts: [u16; TRIED],
+    len: u8,
+}
+
+impl Tried {
+    /// None yet.
+    pub(super) const EMPTY: Tried = Tried {
+        hosts: [0; TRIED],
+        len: 0,
+    };
+
+    /// Whether `host` is among them.
+    fn contains(&self, host: u16) -> bool {
+        self.hosts[..usize::from(self.len)].contains(&host)
+    }
+
+    /// `host` was tried: remembered, the oldest forgotten if need be.
+    pub(super) fn push(&mut self, host: u16) {
+        if usize::from(self.len) == TRIED {
+            self.hosts.copy_within(1.., 0);
+            self.hosts[TRIED - 1] = host;
+        } else {
+            self.hosts[usize::from(self.len)] = host;
+            self.len += 1;
+        }
+    }
+}
+
+/// One fleet's balancing state, in every scope that calls it.
+#[derive(Debug, Clone)]
+pub(super) struct Fleet {
+    /// Its first instance's index among the engine's services; the others follow.
+    pub first: u16,
+    /// How many instances.
+    pub instances: u16,
+    balancer: Balancer,
+    choices: u16,
+    /// Per scope, the next host of round robin (`u32::MAX` before its first pick).
+    next: Vec<u32>,
+    /// Per scope and host, the requests outstanding (least request only).
+    outstanding: Vec<u32>,
+}
+
+impl Fleet {
+    /// A fleet of `instances` from engine service `first`, picked by `balancer` in `scopes`
+    /// scopes.
+    pub(super) fn new(
+        first: u16,
+        instances: u16,
+        balancer: Balancer,
+        choices: u16,
+        scopes: usize,
+    ) -> Fleet {
+        let many = instances > 1;
+        Fleet {
+            first,
+            instances,
+            balancer,
+            choices,
+            next: if many && balancer == Balancer::RoundRobin {
+                vec![u32::MAX; scopes]
+            } else {
+                Vec::new()
+            },
+            outstanding: if many && balancer == Balancer::LeastRequest {
+                vec![0; scopes * usize::from(instances)]
+            } else {
+                Vec::new()
+            },
+        }
+    }
+
+    /// Whether it counts the requests outstanding per host.
+    pub(super) fn counts_outstanding(&self) -> bool {
+        !self.outstanding.is_empty()
+    }
+
+    /// The host scope `scope` picks for a request whose draws are `draws`, avoiding `tried`
+    /// up to `reselections` times.
+    pub(super) fn pick(
+        &mut self,
+        scope: usize,
+        draws: &mut impl Random,
+        tried: &Tried,
+        reselections: u32,
+    ) -> u16 {
+        if self.instances == 1 {
+            return 0;
+        }
+        let mut host = self.pick_once(scope, draws);
+        let mut again = 0;
+        while again < reselections && tried.contains(host) {
+            host = self.pick_once(scope, draws);
+            again += 1;
+        }
+        host
+    }
+
+    fn pick_once(&mut self, scope: usize, draws: &mut impl Random) -> u16 {
+        let instances = u64::from(self.instances);
+        match self.balancer {
+            Balancer::RoundRobin => {
+                let next = &mut self.next[scope];
+                if *next == u32::MAX {
+                    *next = draws.index(instances) as u32;
+                }
+                let host = *next as u16;
+                *next = (*next + 1) % u32::from(self.instances);
+                host
+            }
+            Balancer::Random => draws.index(instances) as u16,
+            Balancer::LeastRequest => {
+                let row = scope * usize::from(self.instances);
+                let mut best = draws.index(instances) as u16;
+                for _ in 1..self.choices {
+                    let other = draws.index(instances) as u16;
+                    if self.outstanding[row + usize::from(other)]
+                        < self.outstanding[row + usize::from(best)]
+                    {
+                        best = other;
+                    }
+                }
+                best
+            }
+        }
+    }
+
+    /// Scope `scope` sent a request to `host` and waits for it.
+    pub(super) fn sent(&mut self, scope: usize, host: u16) {
+        if self.counts_outstanding() {
+            self.outstanding[scope * usize::from(self.instances) + usize::from(host)] += 1;
+        }
+    }
+
+    /// Scope `scope` stopped waiting for a request to `host` (answered, or given up on).
+    pub(super) fn ended(&mut self, scope: usize, host: u16) {
+        if self.counts_outstanding() {
+            let count =
+                &mut self.outstanding[scope * usize::from(self.instances) + usize::from(host)];
+            *count = count.saturating_sub(1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::random::{Draw, Identity, Keyed};
+
+    fn draws(call: u64) -> crate::base::random::Draws {
+        Keyed::new(7).draws(Draw::Host, Identity { call, part: 0 })
+    }
+
+    /// Round robin gives each of N hosts exactly every N-th pick of a scope.
+    #[test]
+    fn round_robin_cycles_from_a_random_start() {
+        let mut fleet = Fleet::new(0, 5, Balancer::RoundRobin, 2, 2);
+        let picks: Vec<u16> = (0..10)
+            .map(|call| fleet.pick(0, &mut draws(call), &Tried::default(), 0))
+            .collect();
+        for (i, pick) in picks.iter().enumerate().skip(1) {
+            assert_eq!(*pick, (picks[0] + i as u16) % 5, "{picks:?}");
+        }
+    }
+
+    /// `previous_hosts` never repeats a host while others remain, under round robin with as
+    /// many reselections as hosts.
+    #[test]
+    fn previous_hosts_avoid_what_was_tried() {
+        let mut fleet = Fleet::new(0, 4, Balancer::RoundRobin, 2, 1);
+        let mut tried = Tried::default();
+        let mut seen = Vec::new();
+        for call in 0..4 {
+            // Other calls of the scope move its position between this call's attempts.
+            fleet.pick(0, &mut draws(100 + call), &Tried::default(), 0);
+            let host = fleet.pick(0, &mut draws(call), &tried, 4);
+            assert!(!seen.contains(&host), "{seen:?} then {host}");
+            seen.push(host);
+            tried.push(host);
+        }
+    }
+
+    /// Least request keeps the host with fewer outstanding: with one host loaded, two draws
+    /// avoid it unless both fall on it (probability 1/N^2 per pick).
+    #[test]
+    fn least_request_avoids_the_loaded_host() {
+        let mut fleet = Fleet::new(0, 4, Balancer::LeastRequest, 2, 1);
+        for _ in 0..100 {
+            fleet.sent(0, 2);
+        }
+        let picks = 40_000;
+        let on_loaded = (0..picks)
+            .filter(|&call| fleet.pick(0, &mut draws(call), &Tried::default(), 0) == 2)
+            .count() as f64;
+        // Binomial(40,000, 1/16): mean 2,500, sd 48.4; 5 sd either side.
+        assert!((on_loaded - 2500.0).abs() < 5.0 * 48.4, "{on_loaded}");
+    }
+
+    /// The last hosts tried are kept, the oldest forgotten.
+    #[test]
+    fn tried_keeps_the_latest() {
+        let mut tried = Tried::default();
+        for host in 0..8 {
+            tried.push(host);
+        }
+        assert!(!tried.contains(0) && !tried.contains(1));
+        assert!((2..8).all(|host| tried.contains(host)));
+    }
+}

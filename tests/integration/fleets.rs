@@ -1,0 +1,190 @@
+//! Fleets: a service run as several instances, each attempt sent to the one its caller's load
+//! balancer picks (Envoy's `lb_policy`, `SYSTEMS.md` §1).
+
+use retrystorm::engine::counters::InstanceTotals;
+use retrystorm::output::{summary_csv, timeseries_csv};
+use retrystorm::run::ScenarioRun;
+
+use crate::support::{self, assert_contains, run, scenario};
+
+/// 2,000 clients at 1,000 operations a second against an upstream fleet (the `fleet` table
+/// and any other upstream keys are appended), answered in 2 ms; one policy, no retries unless
+/// the text says otherwise.
+fn fleet(upstream: &str, policy: &str) -> String {
+    format!(
+        r#"name = "fleet"
+duration = "10s"
+[clients]
+count = 2000
+rate = 0.5
+deadline = "3s"
+attempt_timeout = "500ms"
+[upstream]
+workers = 50
+service_time = "2ms"
+{upstream}
+[[policy]]
+name = "p"
+{policy}
+"#
+    )
+}
+
+/// Every instance's totals in the only policy of `run`.
+fn instances(run: &ScenarioRun) -> &[InstanceTotals] {
+    &run.policies[0].measurements.services[0].instances
+}
+
+/// Round robin gives each of N instances every N-th attempt of a caller: with one client
+/// process, their requests differ by at most one, whatever the start.
+#[test]
+fn round_robin_gives_each_instance_exactly_its_share() {
+    let run = run(&scenario(&fleet(
+        "fleet = { instances = 7 }",
+        "max_attempts = 0",
+    )));
+    let counts: Vec<u64> = instances(&run)
+        .iter()
+        .map(|instance| instance.counts.requests())
+        .collect();
+    assert_eq!(counts.len(), 7);
+    let (low, high) = (counts.iter().min().unwrap(), counts.iter().max().unwrap());
+    assert!(*low > 1000 && high - low <= 1, "{counts:?}");
+    assert_eq!(
+        counts.iter().sum::<u64>(),
+        run.policies[0].measurements.operations
+    );
+}
+
+/// A dead host of ten behind round robin, without retries, fails exactly its share of first
+/// attempts: every operation it was sent, and no other (SYSTEMS.md §1.4: "until ejected it
+/// still gets 1/N").
+#[test]
+fn a_dead_host_behind_round_robin_fails_exactly_its_share() {
+    let run = run(&scenario(&fleet(
+        "fleet = { instances = 10, capacity_instances = 1 }\noutage = \"reject\"\ncapacity = [{ at = \"0s\", factor = 0 }]",
+        "max_attempts = 0",
+    )));
+    let counts = instances(&run);
+    let dead = counts[0].counts.requests();
+    assert_eq!(counts[0].counts.served, 0);
+    assert_eq!(counts[0].counts.rejected(), dead);
+    let summary = &run.policies[0].summary;
+    let operations = run.policies[0].measurements.operations;
+    assert_eq!(operations - summary.succeeded, dead);
+    assert!(
+        (dead as f64 - operations as f64 / 10.0).abs() <= 1.0,
+        "{dead} of {operations}"
+    );
+}
+
+/// Envoy's `previous_hosts`: with every instance refusing and four attempts an operation, a
+/// random balancer that draws again a host already tried (up to 100 times: a miss has
+/// probability (3/4)^100 per pick) sends each operation to each of the four instances once,
+/// so each instance sees exactly as many requests as there are operations. Without it the
+/// draws repeat hosts and the counts scatter.
+#[test]
+fn previous_hosts_never_pick_a_host_twice_while_others_remain() {
+    let upstream = "fleet = { instances = 4, load_balancer = \"random\" }\noutage = \"reject\"\ncapacity = [{ at = \"0s\", factor = 0 }]";
+    let avoiding = run(&scenario(&fleet(
+        upstream,
+        "max_attempts = 3\nbase = \"1ms\"\nprevious_hosts = 100",
+    )));
+    let operations = avoiding.policies[0].measurements.operations;
+    for instance in instances(&avoiding) {
+        assert_eq!(instance.counts.requests(), operations);
+    }
+    let repeating = run(&scenario(&fleet(
+        upstream,
+        "max_attempts = 3\nbase = \"1ms\"",
+    )));
+    assert!(
+        instances(&repeating)
+            .iter()
+            .any(|instance| instance.counts.requests() != operations)
+    );
+}
+
+/// Least request prefers the host with fewer requests outstanding, and a host that refuses at
+/// once has none: of two draws with replacement it wins whenever it is drawn and the other
+/// host has one outstanding, so it receives up to 1 - (9/10)^2 = 19% of the attempts of ten,
+/// almost twice its share (SYSTEMS.md §1.4, "fast failures attract load"). Round robin gives
+/// it exactly 10%.
+#[test]
+fn least_request_sends_a_fast_failing_host_more_than_its_share() {
+    let dead =
+        "outage = \"reject\"\ncapacity = [{ at = \"0s\", factor = 0 }]\nservice_time = \"20ms\"";
+    let share = |balancer: &str| {
+        let run = run(&scenario(&fleet(
+            &format!(
+                "fleet = {{ instances = 10, capacity_instances = 1, load_balancer = \"{balancer}\" }}\n{dead}"
+            ),
+            "max_attempts = 0",
+        )
+        .replace("service_time = \"2ms\"\n", "")));
+        let counts = instances(&run);
+        let total: u64 = counts
+            .iter()
+            .map(|instance| instance.counts.requests())
+            .sum();
+        counts[0].counts.requests() as f64 / total as f64
+    };
+    let least = share("least-request");
+    assert!((0.15..=0.19 + 0.01).contains(&least), "{least}");
+    assert!((share("round-robin") - 0.1).abs() < 0.001);
+}
+
+/// A fleet of one instance is the service: the same numbers, byte for byte.
+#[test]
+fn a_fleet_of_one_is_the_service() {
+    let plain = fleet(
+        "queue_limit = 20\ncapacity = [{ at = \"3s\", factor = 1 }, { at = \"3s\", factor = 0.02 }, { at = \"5s\", factor = 1 }]",
+        "",
+    );
+    let one = plain.replace(
+        "queue_limit = 20",
+        "queue_limit = 20\nfleet = { instances = 1 }",
+    );
+    let (plain, one) = (run(&scenario(&plain)), run(&scenario(&one)));
+    assert!(plain.policies[0].summary.amplification > 1.0);
+    assert_eq!(timeseries_csv(&plain), timeseries_csv(&one));
+    assert_eq!(summary_csv(&plain), summary_csv(&one));
+}
+
+/// Every bad fleet names its place and what would be valid. The fleet is on line 11.
+#[test]
+fn a_bad_fleet_is_refused_at_its_place() {
+    let error = |upstream: &str| {
+        support::error_with(
+            &fleet("", ""),
+            "service_time = \"2ms\"\n",
+            &format!("service_time = \"2ms\"\n{upstream}\n"),
+        )
+    };
+    assert_contains(
+        &error("fleet = { instances = 3, choice_count = 3 }"),
+        &[
+            "bad.toml:11:",
+            "choice_count is the number of hosts `least-request` compares",
+        ],
+    );
+    assert_contains(
+        &error("fleet = { instances = 3, capacity_instances = 4 }"),
+        &[
+            "bad.toml:11:",
+            "capacity_instances = 4 is more than the fleet's 3 instances",
+        ],
+    );
+    assert_contains(
+        &error("fleet = { instances = 3, load_balancer = \"ring-hash\" }"),
+        &["bad.toml:11:", "ring-hash", "round-robin", "least-request"],
+    );
+    assert_contains(
+        &error("fleet = { instances = 1001 }"),
+        &["bad.toml:11:", "1001"],
+    );
+    assert_contains(
+        &error("fleet = { instances = 2 }\noptimistic_row = {}"),
+        &["bad.toml:11:", "`optimistic_row`", "is not modelled yet"],
+    );
+}
