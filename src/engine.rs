@@ -112,6 +112,7 @@ pub mod downtime;
 pub mod event_queue;
 mod hedging;
 pub mod idempotency;
+mod outlier;
 mod server;
 pub mod service;
 

@@ -9,6 +9,7 @@
 
 mod contention;
 mod describe;
+pub mod outlier;
 pub mod overload;
 
 pub use contention::ContentionModel;
