@@ -112,7 +112,7 @@ pub mod downtime;
 pub mod event_queue;
 mod hedging;
 pub mod idempotency;
-mod outlier;
+pub mod outlier;
 mod server;
 pub mod service;
 
@@ -292,6 +292,27 @@ enum Reply {
     Committed,
     NotFound,
     StillPending,
+}
+
+impl Reply {
+    /// Whether an outlier detector counts it as a failure: a 5xx, or a failure without a
+    /// response (Envoy counts local-origin failures with 5xx by default); a 4xx such as a 429
+    /// or a 409 is an answer like a success.
+    /// `overload_status` is what the service answers an overload with.
+    fn is_failure(self, overload_status: u16) -> bool {
+        match self {
+            Reply::Overloaded { .. } => overload_status >= 500,
+            Reply::LimitReached(status) | Reply::Error(status) => status >= 500,
+            Reply::Reset | Reply::Refused => true,
+            Reply::Pending
+            | Reply::Ok
+            | Reply::RateLimited { .. }
+            | Reply::Conflict
+            | Reply::Committed
+            | Reply::NotFound
+            | Reply::StillPending => false,
+        }
+    }
 }
 
 /// Where a request is on the service's side.
@@ -539,13 +560,7 @@ fn fleets(model: &Model) -> Vec<Fleet> {
             } else {
                 all
             };
-            let built = Fleet::new(
-                first,
-                fleet.instances,
-                fleet.balancer,
-                fleet.choice_count,
-                scopes,
-            );
+            let built = Fleet::new(first, fleet, scopes);
             first += fleet.instances;
             built
         })
@@ -736,8 +751,9 @@ struct Engine<'a, O: Observer> {
     /// Some service is a fleet of several instances: without one, a request goes to its
     /// service's only instance, picked by nothing.
     fleets_anywhere: bool,
-    /// Some fleet's balancer counts the requests its callers have outstanding per instance.
-    outstanding_anywhere: bool,
+    /// Some fleet's balancer hears how its callers' attempts end: it counts the requests
+    /// outstanding per instance, or detects outliers.
+    results_heard_anywhere: bool,
     /// A user's retry into an outage may be sent ahead of its time (`Engine::schedule_retry`):
     /// answers to failures are learned as they are sent, and the entry is one instance, which
     /// the retry will certainly reach.
@@ -828,8 +844,10 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .services
                 .iter()
                 .any(|service| service.fleet.instances > 1),
-            outstanding_anywhere: model.services.iter().any(|service| {
-                service.fleet.instances > 1 && service.fleet.balancer == Balancer::LeastRequest
+            results_heard_anywhere: model.services.iter().any(|service| {
+                let fleet = &service.fleet;
+                fleet.instances > 1
+                    && (fleet.balancer == Balancer::LeastRequest || fleet.outlier.is_some())
             }),
             retries_ahead_on: learn_failures_early && model.entry_service().fleet.instances == 1,
             user_controls: ControlSet::new(
@@ -904,6 +922,11 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.model.services.iter().map(|_| Vec::new()).collect();
         for instance in self.services {
             services[usize::from(instance.service)].push(instance.into_counts());
+        }
+        for (fleet, records) in self.fleets.iter_mut().zip(&mut services) {
+            for (record, ejected) in records.iter_mut().zip(fleet.ejected_us(self.now)) {
+                record.ejected_us = ejected;
+            }
         }
         Ok(self
             .recorder

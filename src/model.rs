@@ -36,6 +36,7 @@ use crate::scenario::{
     InFlightRepeat, LimitKind, LinkNetwork, Outage, Policy, QueueDiscipline, RateLimitScope,
     Scenario, Service, Start, TransportError, Workload,
 };
+use outlier::OutlierModel;
 use overload::{
     DEFAULT_INTERVAL, DEFAULT_TARGET, Discipline, EnvoyGradientConfig, Gradient2Config,
     LimitAlgorithm, VegasConfig,
@@ -296,7 +297,7 @@ pub struct ServiceModel {
 }
 
 /// A service's instances and how its callers pick one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FleetModel {
     /// How many copies of the service run, each with its `workers` and queue.
     pub instances: u16,
@@ -307,6 +308,8 @@ pub struct FleetModel {
     /// The first this many instances follow the capacity curve; the others keep full
     /// capacity.
     pub capacity_instances: u16,
+    /// Each caller's outlier detection over the instances, if any.
+    pub outlier: Option<OutlierModel>,
 }
 
 impl FleetModel {
@@ -316,6 +319,7 @@ impl FleetModel {
         balancer: Balancer::RoundRobin,
         choice_count: 2,
         capacity_instances: 1,
+        outlier: None,
     };
 }
 
@@ -749,6 +753,22 @@ impl ServiceModel {
                         .capacity_instances
                         .as_ref()
                         .map_or(instances, |count| count.get_ref().get() as u16),
+                    outlier: fleet.outlier_detection.as_ref().map(|rules| {
+                        let rules = rules.get_ref();
+                        let base = rules.base_ejection_time.micros();
+                        OutlierModel {
+                            consecutive_failures: rules.consecutive_5xx.get() as u32,
+                            interval: rules.interval.micros(),
+                            base_ejection_time: base,
+                            max_ejection_time: rules.max_ejection_time.as_ref().map_or_else(
+                                || outlier::default_max_ejection_time(base),
+                                |most| most.get_ref().micros(),
+                            ),
+                            max_ejection_percent: rules.max_ejection_percent.get() as u32,
+                            always_eject_one_host: rules.always_eject_one_host,
+                            panic_threshold: rules.panic_threshold.get() as f64,
+                        }
+                    }),
                 }
             }),
         }

@@ -396,6 +396,7 @@ fn service_block(service: &ServiceSummary, instances: &[InstanceTotals]) -> Valu
                     "refused": counts.rejected(),
                     "crashes": counts.crashes,
                     "down_s": json_value(Unit::Number, instance.down_us as f64 / MICROS_PER_SECOND as f64),
+                    "ejected_s": json_value(Unit::Number, instance.ejected_us as f64 / MICROS_PER_SECOND as f64),
                 })
             })
             .collect();

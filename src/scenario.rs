@@ -1096,7 +1096,8 @@ impl<'de> Deserialize<'de> for Overrides {
     }
 }
 
-/// Nested tables as dotted keys: `{ a = { b = 1 } }` is `a.b = 1`.
+/// Nested tables as dotted keys: `{ a = { b = 1 } }` is `a.b = 1`. An empty table is kept
+/// as a value, `a = {}`: a table of defaults (an `outlier_detection = {}`), not nothing.
 fn flatten(
     prefix: &str,
     table: toml::Table,
@@ -1109,7 +1110,7 @@ fn flatten(
             format!("{prefix}.{key}")
         };
         match value {
-            toml::Value::Table(inner) => flatten(&path, inner, entries),
+            toml::Value::Table(inner) if !inner.is_empty() => flatten(&path, inner, entries),
             value => {
                 entries.insert(path, value);
             }

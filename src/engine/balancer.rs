@@ -1,10 +1,11 @@
 //! Which instance of a fleet an attempt goes to: the caller's load balancer.
 //!
-//! A load balancer runs in the caller, and each caller keeps its own state (`SYSTEMS.md`
-//! §1.1): a client process its round-robin position and its counts of requests outstanding per
-//! host, a calling instance its own. So state is kept per *scope*: each user client process
+//! A load balancer runs in the caller, and each caller keeps its own state (Envoy's least
+//! request reads the picking proxy's own `rq_active`): a client process its round-robin
+//! position and its counts of requests outstanding per host, a calling instance its own. So state is kept per *scope*: each user client process
 //! (`clients.processes`), and each instance of a calling service. The policies, as Envoy's
-//! `lb_policy` and gRPC's `round_robin` pick (`SYSTEMS.md` §1.1, §1.2):
+//! `lb_policy` and gRPC's `round_robin` pick (Envoy's "Supported load balancers"
+//! documentation; gRPC's `round_robin` picker):
 //!
 //! - **round robin**: each scope cycles over the instances, from a start drawn at random the
 //!   first time it picks (gRPC's picker starts at a random index; a thousand clients that all
@@ -21,7 +22,10 @@
 //!
 //! Every draw is the request's own (`Draw::Host`), so picking moves no other draw.
 
+use super::outlier::OutlierDetector;
 use crate::base::random::Random;
+use crate::base::time::Micros;
+use crate::model::FleetModel;
 use crate::scenario::fleet::Balancer;
 
 /// How many of a call's hosts are remembered, for `previous_hosts`.
@@ -71,24 +75,30 @@ pub(super) struct Fleet {
     next: Vec<u32>,
     /// Per scope and host, the requests outstanding (least request only).
     outstanding: Vec<u32>,
+    /// Per scope, its outlier detection, if the fleet has one.
+    detectors: Vec<OutlierDetector>,
+    /// The hosts a pick may choose from, reused (with outlier detection).
+    usable: Vec<u16>,
 }
 
 impl Fleet {
     /// A fleet of `instances` from engine service `first`, picked by `balancer` in `scopes`
     /// scopes.
-    pub(super) fn new(
-        first: u16,
-        instances: u16,
-        balancer: Balancer,
-        choices: u16,
-        scopes: usize,
-    ) -> Fleet {
+    pub(super) fn new(first: u16, model: &FleetModel, scopes: usize) -> Fleet {
+        let (instances, balancer) = (model.instances, model.balancer);
         let many = instances > 1;
         Fleet {
             first,
             instances,
             balancer,
-            choices,
+            choices: model.choice_count,
+            detectors: match &model.outlier {
+                Some(outlier) if many => {
+                    vec![OutlierDetector::new(outlier, usize::from(instances)); scopes]
+                }
+                _ => Vec::new(),
+            },
+            usable: Vec::new(),
             next: if many && balancer == Balancer::RoundRobin {
                 vec![u32::MAX; scopes]
             } else {
@@ -107,17 +117,30 @@ impl Fleet {
         !self.outstanding.is_empty()
     }
 
-    /// The host scope `scope` picks for a request whose draws are `draws`, avoiding `tried`
-    /// up to `reselections` times.
+    /// The host scope `scope` picks at `now` for a request whose draws are `draws`, avoiding
+    /// `tried` up to `reselections` times, and the hosts its outlier detection has ejected
+    /// unless it is in panic.
     pub(super) fn pick(
         &mut self,
         scope: usize,
+        now: Micros,
         draws: &mut impl Random,
         tried: &Tried,
         reselections: u32,
     ) -> u16 {
         if self.instances == 1 {
             return 0;
+        }
+        self.usable.clear();
+        if let Some(detector) = self.detectors.get_mut(scope) {
+            for host in 0..self.instances {
+                if detector.usable(usize::from(host), now) {
+                    self.usable.push(host);
+                }
+            }
+        }
+        if self.usable.is_empty() {
+            self.usable.extend(0..self.instances);
         }
         let mut host = self.pick_once(scope, draws);
         let mut again = 0;
@@ -128,24 +151,31 @@ impl Fleet {
         host
     }
 
+    /// One pick among the usable hosts.
     fn pick_once(&mut self, scope: usize, draws: &mut impl Random) -> u16 {
-        let instances = u64::from(self.instances);
+        let usable = self.usable.len() as u64;
+        let all = u32::from(self.instances);
         match self.balancer {
             Balancer::RoundRobin => {
                 let next = &mut self.next[scope];
                 if *next == u32::MAX {
-                    *next = draws.index(instances) as u32;
+                    *next = draws.index(u64::from(all)) as u32;
                 }
-                let host = *next as u16;
-                *next = (*next + 1) % u32::from(self.instances);
-                host
+                // The next host in the ring that is usable (every host, without ejections).
+                loop {
+                    let host = *next as u16;
+                    *next = (*next + 1) % all;
+                    if usable == u64::from(all) || self.usable.contains(&host) {
+                        return host;
+                    }
+                }
             }
-            Balancer::Random => draws.index(instances) as u16,
+            Balancer::Random => self.usable[draws.index(usable) as usize],
             Balancer::LeastRequest => {
                 let row = scope * usize::from(self.instances);
-                let mut best = draws.index(instances) as u16;
+                let mut best = self.usable[draws.index(usable) as usize];
                 for _ in 1..self.choices {
-                    let other = draws.index(instances) as u16;
+                    let other = self.usable[draws.index(usable) as usize];
                     if self.outstanding[row + usize::from(other)]
                         < self.outstanding[row + usize::from(best)]
                     {
@@ -157,6 +187,41 @@ impl Fleet {
         }
     }
 
+    /// Whether it keeps state about the attempts' results: requests outstanding, or outlier
+    /// detection.
+    pub(super) fn hears_results(&self) -> bool {
+        !self.outstanding.is_empty() || !self.detectors.is_empty()
+    }
+
+    /// Scope `scope` learned at `now` how an attempt to `host` ended: `failed` (a 5xx, or a
+    /// failure without a response), or not; `None` if it stopped waiting without an answer
+    /// that says (a hedge cancelled).
+    pub(super) fn result(&mut self, scope: usize, host: u16, failed: Option<bool>, now: Micros) {
+        self.ended(scope, host);
+        if let (Some(detector), Some(failed)) = (self.detectors.get_mut(scope), failed) {
+            detector.record(usize::from(host), failed, now);
+        }
+    }
+
+    /// The time each host was ejected by 'now', averaged over the scopes that detect outliers
+    /// (zero without outlier detection).
+    pub(super) fn ejected_us(&mut self, now: Micros) -> Vec<Micros> {
+        let scopes = self.detectors.len() as u128;
+        (0..self.instances)
+            .map(|host| {
+                if scopes == 0 {
+                    return 0;
+                }
+                let total: u128 = self
+                    .detectors
+                    .iter_mut()
+                    .map(|detector| u128::from(detector.ejected_time(usize::from(host), now)))
+                    .sum();
+                (total / scopes) as Micros
+            })
+            .collect()
+    }
+
     /// Scope `scope` sent a request to `host` and waits for it.
     pub(super) fn sent(&mut self, scope: usize, host: u16) {
         if self.counts_outstanding() {
@@ -165,7 +230,7 @@ impl Fleet {
     }
 
     /// Scope `scope` stopped waiting for a request to `host` (answered, or given up on).
-    pub(super) fn ended(&mut self, scope: usize, host: u16) {
+    fn ended(&mut self, scope: usize, host: u16) {
         if self.counts_outstanding() {
             let count =
                 &mut self.outstanding[scope * usize::from(self.instances) + usize::from(host)];
@@ -179,6 +244,15 @@ mod tests {
     use super::*;
     use crate::base::random::{Draw, Identity, Keyed};
 
+    fn fleet(instances: u16, balancer: Balancer) -> FleetModel {
+        FleetModel {
+            instances,
+            balancer,
+            capacity_instances: instances,
+            ..FleetModel::SINGLE
+        }
+    }
+
     fn draws(call: u64) -> crate::base::random::Draws {
         Keyed::new(7).draws(Draw::Host, Identity { call, part: 0 })
     }
@@ -186,9 +260,9 @@ mod tests {
     /// Round robin gives each of N hosts exactly every N-th pick of a scope.
     #[test]
     fn round_robin_cycles_from_a_random_start() {
-        let mut fleet = Fleet::new(0, 5, Balancer::RoundRobin, 2, 2);
+        let mut fleet = Fleet::new(0, &fleet(5, Balancer::RoundRobin), 2);
         let picks: Vec<u16> = (0..10)
-            .map(|call| fleet.pick(0, &mut draws(call), &Tried::default(), 0))
+            .map(|call| fleet.pick(0, 0, &mut draws(call), &Tried::default(), 0))
             .collect();
         for (i, pick) in picks.iter().enumerate().skip(1) {
             assert_eq!(*pick, (picks[0] + i as u16) % 5, "{picks:?}");
@@ -199,13 +273,13 @@ mod tests {
     /// many reselections as hosts.
     #[test]
     fn previous_hosts_avoid_what_was_tried() {
-        let mut fleet = Fleet::new(0, 4, Balancer::RoundRobin, 2, 1);
+        let mut fleet = Fleet::new(0, &fleet(4, Balancer::RoundRobin), 1);
         let mut tried = Tried::default();
         let mut seen = Vec::new();
         for call in 0..4 {
             // Other calls of the scope move its position between this call's attempts.
-            fleet.pick(0, &mut draws(100 + call), &Tried::default(), 0);
-            let host = fleet.pick(0, &mut draws(call), &tried, 4);
+            fleet.pick(0, 0, &mut draws(100 + call), &Tried::default(), 0);
+            let host = fleet.pick(0, 0, &mut draws(call), &tried, 4);
             assert!(!seen.contains(&host), "{seen:?} then {host}");
             seen.push(host);
             tried.push(host);
@@ -216,13 +290,13 @@ mod tests {
     /// avoid it unless both fall on it (probability 1/N^2 per pick).
     #[test]
     fn least_request_avoids_the_loaded_host() {
-        let mut fleet = Fleet::new(0, 4, Balancer::LeastRequest, 2, 1);
+        let mut fleet = Fleet::new(0, &fleet(4, Balancer::LeastRequest), 1);
         for _ in 0..100 {
             fleet.sent(0, 2);
         }
         let picks = 40_000;
         let on_loaded = (0..picks)
-            .filter(|&call| fleet.pick(0, &mut draws(call), &Tried::default(), 0) == 2)
+            .filter(|&call| fleet.pick(0, 0, &mut draws(call), &Tried::default(), 0) == 2)
             .count() as f64;
         // Binomial(40,000, 1/16): mean 2,500, sd 48.4; 5 sd either side.
         assert!((on_loaded - 2500.0).abs() < 5.0 * 48.4, "{on_loaded}");

@@ -381,7 +381,7 @@ impl<O: Observer> Engine<'_, O> {
             Tried::EMPTY
         };
         let mut draws = self.keyed.draws(Draw::Host, identity);
-        let host = fleet.pick(scope, &mut draws, &tried, reselections);
+        let host = fleet.pick(scope, self.now, &mut draws, &tried, reselections);
         fleet.sent(scope, host);
         let first = fleet.first;
         if reselections > 0 {
@@ -390,17 +390,25 @@ impl<O: Observer> Engine<'_, O> {
         first + host
     }
 
-    /// The caller of the attempt at `key` (to instance `instance`) stops waiting for it: its
-    /// balancer counts one request fewer outstanding there.
-    pub(super) fn stopped_waiting(&mut self, key: Key, instance: ServiceId) {
-        if !self.outstanding_anywhere {
+    /// The caller of the attempt at `key` (to instance `instance`) stops waiting for it, as
+    /// `heard` says: its balancer counts one request fewer outstanding there, and its outlier
+    /// detection hears whether it failed (a 5xx, or a failure without a response).
+    pub(super) fn stopped_waiting(&mut self, key: Key, instance: ServiceId, heard: Heard) {
+        if !self.results_heard_anywhere {
             return;
         }
         let service = self.services[usize::from(instance)].service;
-        if !self.fleets[usize::from(service)].counts_outstanding() {
+        if !self.fleets[usize::from(service)].hears_results() {
             return;
         }
-        let operation_key = self.attempts.get(key).expect("a live attempt").operation;
+        let attempt = self.attempts.get(key).expect("a live attempt");
+        let overload_status = self.services[usize::from(instance)].model.overload_status;
+        let failed = match heard {
+            Heard::Answer => Some(attempt.reply.is_failure(overload_status)),
+            Heard::Timeout => Some(true),
+            Heard::Nothing => None,
+        };
+        let operation_key = attempt.operation;
         let operation = self
             .operations
             .get(operation_key)
@@ -410,9 +418,10 @@ impl<O: Observer> Engine<'_, O> {
             self.downstream_call(operation_key, operation),
             operation.client,
         );
+        let now = self.now;
         let fleet = &mut self.fleets[usize::from(service)];
         let host = instance - fleet.first;
-        fleet.ended(scope, host);
+        fleet.result(scope, host, failed, now);
     }
 
     pub(super) fn response(&mut self, key: Key) {
@@ -422,7 +431,7 @@ impl<O: Observer> Engine<'_, O> {
         attempt.server_holds = false;
         let instance = attempt.service;
         if self.awaiting.stop(key) {
-            self.stopped_waiting(key, instance);
+            self.stopped_waiting(key, instance, Heard::Answer);
             self.resolve(key, false);
         }
         self.release_attempt(key);
@@ -438,7 +447,7 @@ impl<O: Observer> Engine<'_, O> {
         let stopped = self.awaiting.stop(key);
         debug_assert!(stopped, "only an awaited attempt times out");
         let (service, from_user) = (attempt.service, attempt.from_user);
-        self.stopped_waiting(key, service);
+        self.stopped_waiting(key, service, Heard::Timeout);
         if from_user {
             self.recorder.at(self.now).timeouts += 1;
         } else {
@@ -861,6 +870,17 @@ pub(super) enum Passage {
     Held,
     /// A control refused it, for this reason.
     Refused(FailureReason),
+}
+
+/// What a caller that stops waiting for an attempt has heard of it.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Heard {
+    /// Its answer.
+    Answer,
+    /// Nothing before its timeout: a failure.
+    Timeout,
+    /// Nothing, and it no longer asks (a hedge cancelled once another answered).
+    Nothing,
 }
 
 /// The scope of the balancer that picks for `call` (see [`super::balancer`]): the process of

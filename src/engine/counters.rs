@@ -102,6 +102,9 @@ pub struct ServiceRecord {
     pub downtime: Downtime,
     /// The longest its queue was at any instant.
     pub peak_queue_len: u64,
+    /// An instance of a fleet: the time its callers' outlier detection kept it ejected, on
+    /// average over the callers.
+    pub ejected_us: Micros,
 }
 
 /// One service's measurements.
@@ -127,6 +130,8 @@ pub struct InstanceTotals {
     pub counts: ServiceBucket,
     /// The time it was down after crashing under overload.
     pub down_us: Micros,
+    /// The time its callers' outlier detection kept it ejected, on average over the callers.
+    pub ejected_us: Micros,
 }
 
 impl ServiceMeasurements {
@@ -156,11 +161,12 @@ impl ServiceMeasurements {
         for (down, up) in periods {
             downtime.record(down, up);
         }
-        let down: Vec<Micros> = fleet
+        let down: Vec<(Micros, Micros)> = fleet
             .iter()
             .map(|instance| {
                 let periods = instance.downtime.periods();
-                periods.iter().map(|&(down, up)| up - down).sum()
+                let down = periods.iter().map(|&(down, up)| up - down).sum();
+                (down, instance.ejected_us)
             })
             .collect();
         let instances: Vec<Vec<ServiceBucket>> = fleet
@@ -197,12 +203,16 @@ impl ServiceMeasurements {
             instances: instances
                 .iter()
                 .zip(down)
-                .map(|(buckets, down_us)| {
+                .map(|(buckets, (down_us, ejected_us))| {
                     let mut counts = ServiceBucket::default();
                     for bucket in buckets {
                         counts.add_counts(bucket);
                     }
-                    InstanceTotals { counts, down_us }
+                    InstanceTotals {
+                        counts,
+                        down_us,
+                        ejected_us,
+                    }
                 })
                 .collect(),
         }

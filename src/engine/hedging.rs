@@ -12,6 +12,7 @@
 //! the first passes the caller's controls as a retry does (gRPC throttling: "every later hedge
 //! needs tokens"); one they refuse ends the hedging, and the call if nothing is in flight.
 
+use super::client::Heard;
 use super::client::Passage;
 use super::{AttemptRecord, Engine, Event, HedgeState, MAX_HEDGES, Observer};
 use crate::base::slab::Key;
@@ -158,7 +159,7 @@ impl<O: Observer> Engine<'_, O> {
             let (service, index, sent, user) =
                 (live.service, live.index, live.sent, live.from_user);
             if self.awaiting.stop(attempt) {
-                self.stopped_waiting(attempt, service);
+                self.stopped_waiting(attempt, service, Heard::Nothing);
             }
             if user && self.hears_attempts {
                 let operation = self

@@ -1,5 +1,3 @@
-// Wired into host selection by the fleet work.
-#![allow(dead_code)]
 //! What one caller (one Envoy, one client process) knows of the instances of one service:
 //! Envoy's passive outlier detection by consecutive failures, and its panic threshold.
 //!
@@ -100,6 +98,9 @@ pub struct OutlierDetector {
     quiet: bool,
 }
 
+/// The memory a detector takes per instance, for the cost announced before a run.
+pub const BYTES_PER_HOST: usize = std::mem::size_of::<Host>();
+
 /// One instance, as one caller's detector sees it (Envoy's `DetectorHostMonitorImpl`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Host {
@@ -175,6 +176,7 @@ impl OutlierDetector {
     }
 
     /// How many instances are ejected at `now`.
+    #[cfg(test)]
     pub fn ejected_count(&mut self, now: Micros) -> usize {
         self.catch_up(now);
         self.ejected
@@ -204,13 +206,9 @@ impl OutlierDetector {
     }
 
     /// How many times `host` has been ejected (Envoy's `num_ejections`).
+    #[cfg(test)]
     pub fn ejections(&self, host: usize) -> u32 {
         self.hosts[host].ejections
-    }
-
-    /// The instances watched.
-    pub fn hosts(&self) -> usize {
-        self.hosts.len()
     }
 
     /// Whether one more ejection is allowed (Envoy's `ejectHost`), in integers:

@@ -238,6 +238,7 @@ impl<'m> Service<'m> {
             counts: self.counts,
             downtime: self.health.into_downtime(),
             peak_queue_len: self.peak_queue_len,
+            ejected_us: 0,
         }
     }
 

@@ -68,6 +68,11 @@ impl CallerPolicy {
                 Duration(hedging.delay)
             ),
             (None, 0) => "none".to_string(),
+            (None, retries) if self.previous_hosts > 0 => format!(
+                "{retries} (up to {} sends, a host already tried drawn again up to {} times)",
+                retries + 1,
+                self.previous_hosts
+            ),
             (None, retries) => format!("{retries} (up to {} sends)", retries + 1),
         };
         let repeats = self.hedging.is_some() || self.max_attempts > 0;

@@ -19,24 +19,15 @@
 //! `DetectorConfig` (`source/common/upstream/outlier_detection_impl.h`); the panic threshold is
 //! `healthy_panic_threshold` of the cluster's `common_lb_config`, 50 % when unset
 //! (`PROTOBUF_PERCENT_TO_ROUNDED_INTEGER_OR_DEFAULT(common_config, healthy_panic_threshold, 100,
-//! 50)` in the load balancers). See `/work/shared/SYSTEMS.md` §1.5 and the engine's module for
-//! the exact rules and what is left out.
+//! 50)` in the load balancers). See the engine's module (`crate::engine::outlier`) for the exact rules and
+//! what is left out.
 
-use crate::base::time::{MICROS_PER_SECOND, Micros};
+use crate::base::time::Micros;
 
-/// `consecutive_5xx`: 5 failures in a row eject.
-pub const DEFAULT_CONSECUTIVE_FAILURES: u32 = 5;
-/// `interval`: a sweep every 10 s.
-pub const DEFAULT_INTERVAL: Micros = 10 * MICROS_PER_SECOND;
-/// `base_ejection_time`: 30 s.
-pub const DEFAULT_BASE_EJECTION_TIME: Micros = 30 * MICROS_PER_SECOND;
-/// `max_ejection_time` when unset and `base_ejection_time` is not longer: 300 s (Envoy's
-/// `DEFAULT_MAX_EJECTION_TIME_MS = 10 * DEFAULT_BASE_EJECTION_TIME_MS`).
-pub const DEFAULT_MAX_EJECTION_TIME: Micros = 300 * MICROS_PER_SECOND;
-/// `max_ejection_percent`: 10 %.
-pub const DEFAULT_MAX_EJECTION_PERCENT: u32 = 10;
-/// `healthy_panic_threshold`: 50 %.
-pub const DEFAULT_PANIC_THRESHOLD: f64 = 50.0;
+pub use crate::scenario::fleet::{
+    DEFAULT_BASE_EJECTION_TIME, DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_INTERVAL,
+    DEFAULT_MAX_EJECTION_PERCENT, DEFAULT_MAX_EJECTION_TIME, DEFAULT_PANIC_THRESHOLD,
+};
 
 /// One caller's outlier detection and panic threshold for the instances of one service, as
 /// configured. The types are Envoy's: a count, durations, an integer percent

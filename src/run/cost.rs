@@ -28,6 +28,8 @@ use crate::base::time::MICROS_PER_SECOND;
 use crate::control::Scope;
 use crate::engine::MAX_INSTANT_OPERATIONS;
 use crate::engine::downtime::Downtime;
+use crate::engine::outlier::BYTES_PER_HOST;
+use crate::scenario::fleet::Balancer;
 use crate::scenario::{
     ControlSpec, Outage, Policy, Scenario, Service, Start, Workload, least_operation_micros,
     longest_operation, refuses_locally,
@@ -284,7 +286,8 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
                 .iter()
                 .map(|service| service_events(service, duration + lifetime))
                 .sum::<f64>(),
-        memory_bytes: buckets * BYTES_PER_BUCKET * services.len() as f64
+        memory_bytes: buckets * BYTES_PER_BUCKET * instances(&services)
+            + balancer_bytes(scenario)
             + health_steps * BYTES_PER_HEALTH_STEP
             + in_flight * requests * BYTES_PER_REQUEST
             + crash_history_bytes(&services)
@@ -466,11 +469,56 @@ enum Sends {
     AllAllowed,
 }
 
-/// The record of when each service that can crash was down: bounded, however many times it
+/// The record of when each instance that can crash was down: bounded, however many times it
 /// crashes ([`Downtime::bytes`]).
 fn crash_history_bytes(services: &[&Service]) -> f64 {
-    let crashing = services.iter().filter(|service| service.crash.is_some());
-    crashing.count() as f64 * Downtime::bytes() as f64
+    let crashing: Vec<&Service> = services
+        .iter()
+        .copied()
+        .filter(|service| service.crash.is_some())
+        .collect();
+    instances(&crashing) * Downtime::bytes() as f64
+}
+
+/// The instances of `services`: each keeps its own counts.
+fn instances(services: &[&Service]) -> f64 {
+    services
+        .iter()
+        .map(|service| {
+            service
+                .fleet
+                .as_ref()
+                .map_or(1.0, |fleet| fleet.get_ref().instances.get() as f64)
+        })
+        .sum()
+}
+
+/// What the callers of fleets keep per instance: a count of requests outstanding (least
+/// request) and an outlier detector's record of each, in each caller scope (a user
+/// client process for the entry, every instance for the others).
+fn balancer_bytes(scenario: &Scenario) -> f64 {
+    let services = scenario.services();
+    let all = instances(&services);
+    let entry = scenario.entry();
+    let processes = scenario.clients.processes.get_ref().get() as f64;
+    services
+        .iter()
+        .enumerate()
+        .filter_map(|(index, service)| {
+            let fleet = service.fleet.as_ref()?.get_ref();
+            let scopes = if index == entry { processes } else { all };
+            let per_instance = if fleet.load_balancer == Balancer::LeastRequest {
+                4.0
+            } else {
+                0.0
+            } + if fleet.outlier_detection.is_some() {
+                BYTES_PER_HOST as f64
+            } else {
+                0.0
+            };
+            Some(scopes * fleet.instances.get() as f64 * per_instance)
+        })
+        .sum()
 }
 
 /// Requests one request to service `index` makes in all: itself and everything it calls.

@@ -3,7 +3,7 @@
 //! Production services are fleets, and what saves or sinks one in an incident is usually one
 //! bad instance of many and how its callers pick instances: round robin keeps sending a dead
 //! host its share, least-request sends a host that fails fast more than its share, and a retry
-//! that avoids the hosts already tried escapes a bad one (`SYSTEMS.md` §1). `fleet` on a
+//! that avoids the hosts already tried escapes a bad one. `fleet` on a
 //! service makes it `instances` copies, each with the service's own `workers`, queue, limits,
 //! crash and cold-start state; the caller picks one for each attempt.
 //!
@@ -19,7 +19,26 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use super::{InFlightRepeat, Problem, Service};
+use crate::base::time::Duration;
 use crate::base::values::Bounded;
+
+// Envoy's outlier-detection defaults (`envoy.config.cluster.v3.OutlierDetection`, and the
+// cluster's `healthy_panic_threshold`).
+/// `consecutive_5xx`: 5 failures in a row eject.
+pub const DEFAULT_CONSECUTIVE_FAILURES: u32 = 5;
+/// `interval`: a sweep every 10 s.
+pub const DEFAULT_INTERVAL: crate::base::time::Micros = 10 * crate::base::time::MICROS_PER_SECOND;
+/// `base_ejection_time`: 30 s.
+pub const DEFAULT_BASE_EJECTION_TIME: crate::base::time::Micros =
+    30 * crate::base::time::MICROS_PER_SECOND;
+/// `max_ejection_time` when unset and `base_ejection_time` is not longer: 300 s (Envoy's
+/// `DEFAULT_MAX_EJECTION_TIME_MS = 10 * DEFAULT_BASE_EJECTION_TIME_MS`).
+pub const DEFAULT_MAX_EJECTION_TIME: crate::base::time::Micros =
+    300 * crate::base::time::MICROS_PER_SECOND;
+/// `max_ejection_percent`: 10 %.
+pub const DEFAULT_MAX_EJECTION_PERCENT: u32 = 10;
+/// `healthy_panic_threshold`: 50 %.
+pub const DEFAULT_PANIC_THRESHOLD: f64 = 50.0;
 
 /// At most this many instances in one fleet.
 pub const MAX_INSTANCES: u64 = 1000;
@@ -46,6 +65,62 @@ pub struct Fleet {
     /// (default all). The others keep their full capacity: one bad host of many.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity_instances: Option<Spanned<Bounded<0, MAX_INSTANCES>>>,
+    /// Each caller ejects an instance after consecutive failures, as Envoy's passive outlier
+    /// detection does (default: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlier_detection: Option<Spanned<OutlierDetection>>,
+}
+
+/// `outlier_detection = { ... }`: Envoy's `OutlierDetection` (consecutive 5xx) and the
+/// cluster's `healthy_panic_threshold`, with Envoy's defaults.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct OutlierDetection {
+    /// Failures in a row (5xx and local-origin failures: timeouts, resets) that eject (5).
+    #[serde(default = "defaults::consecutive_5xx")]
+    pub consecutive_5xx: Bounded<1, 1_000_000>,
+    /// The time between sweeps that return ejected instances (10 s).
+    #[serde(default = "defaults::interval")]
+    pub interval: Duration,
+    /// An ejection lasts this times the instance's ejections in a row (30 s).
+    #[serde(default = "defaults::base_ejection_time")]
+    pub base_ejection_time: Duration,
+    /// The longest an ejection lasts (300 s, or `base_ejection_time` if longer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ejection_time: Option<Spanned<Duration>>,
+    /// At most this percent of the instances ejected at once (10).
+    #[serde(default = "defaults::max_ejection_percent")]
+    pub max_ejection_percent: Bounded<0, 100>,
+    /// One instance may be ejected whatever `max_ejection_percent` says (false).
+    #[serde(default)]
+    pub always_eject_one_host: bool,
+    /// Below this percent of instances not ejected, callers ignore ejections (50; 0: never).
+    #[serde(default = "defaults::panic_threshold")]
+    pub panic_threshold: Bounded<0, 100>,
+}
+
+mod defaults {
+    use super::{Bounded, Duration};
+    use super::{
+        DEFAULT_BASE_EJECTION_TIME, DEFAULT_CONSECUTIVE_FAILURES, DEFAULT_INTERVAL,
+        DEFAULT_MAX_EJECTION_PERCENT, DEFAULT_PANIC_THRESHOLD,
+    };
+
+    pub fn consecutive_5xx() -> Bounded<1, 1_000_000> {
+        Bounded(u64::from(DEFAULT_CONSECUTIVE_FAILURES))
+    }
+    pub fn interval() -> Duration {
+        Duration(DEFAULT_INTERVAL)
+    }
+    pub fn base_ejection_time() -> Duration {
+        Duration(DEFAULT_BASE_EJECTION_TIME)
+    }
+    pub fn max_ejection_percent() -> Bounded<0, 100> {
+        Bounded(u64::from(DEFAULT_MAX_EJECTION_PERCENT))
+    }
+    pub fn panic_threshold() -> Bounded<0, 100> {
+        Bounded(DEFAULT_PANIC_THRESHOLD as u64)
+    }
 }
 
 /// The load-balancing policies.
@@ -117,6 +192,27 @@ pub(super) fn validate_fleet(service: &Service, callers: u64) -> Result<(), Prob
                 count.get_ref().get()
             ),
         ));
+    }
+    if let Some(detection) = &fleet.outlier_detection {
+        let (rules, at) = (detection.get_ref(), detection.span());
+        if rules.interval.micros() == 0 || rules.base_ejection_time.micros() == 0 {
+            return Err((
+                at,
+                "outlier_detection's interval and base_ejection_time must be above zero (Envoy's defaults: 10s and 30s)".into(),
+            ));
+        }
+        if let Some(most) = &rules.max_ejection_time
+            && *most.get_ref() < rules.base_ejection_time
+        {
+            return Err((
+                most.span(),
+                format!(
+                    "max_ejection_time {} is below base_ejection_time {}; it must be at least that",
+                    most.get_ref(),
+                    rules.base_ejection_time
+                ),
+            ));
+        }
     }
     Ok(())
 }

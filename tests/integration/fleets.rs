@@ -1,5 +1,5 @@
 //! Fleets: a service run as several instances, each attempt sent to the one its caller's load
-//! balancer picks (Envoy's `lb_policy`, `SYSTEMS.md` §1).
+//! balancer picks (Envoy's `lb_policy`).
 
 use retrystorm::engine::counters::InstanceTotals;
 use retrystorm::output::{summary_csv, timeseries_csv};
@@ -57,8 +57,8 @@ fn round_robin_gives_each_instance_exactly_its_share() {
 }
 
 /// A dead host of ten behind round robin, without retries, fails exactly its share of first
-/// attempts: every operation it was sent, and no other (SYSTEMS.md §1.4: "until ejected it
-/// still gets 1/N").
+/// attempts: every operation it was sent, and no other (Envoy's load-balancer docs: round
+/// robin and random keep sending an unhealthy host its share until it is ejected).
 #[test]
 fn a_dead_host_behind_round_robin_fails_exactly_its_share() {
     let run = run(&scenario(&fleet(
@@ -108,7 +108,8 @@ fn previous_hosts_never_pick_a_host_twice_while_others_remain() {
 /// Least request prefers the host with fewer requests outstanding, and a host that refuses at
 /// once has none: of two draws with replacement it wins whenever it is drawn and the other
 /// host has one outstanding, so it receives up to 1 - (9/10)^2 = 19% of the attempts of ten,
-/// almost twice its share (SYSTEMS.md §1.4, "fast failures attract load"). Round robin gives
+/// almost twice its share (Envoy's least request: "active requests" of a host that fails
+/// fast stay near zero). Round robin gives
 /// it exactly 10%.
 #[test]
 fn least_request_sends_a_fast_failing_host_more_than_its_share() {
@@ -187,4 +188,33 @@ fn a_bad_fleet_is_refused_at_its_place() {
         &error("fleet = { instances = 2 }\noptimistic_row = {}"),
         &["bad.toml:11:", "`optimistic_row`", "is not modelled yet"],
     );
+}
+
+/// Envoy's outlier detection, end to end: one host of ten refuses at once from t = 10 s to
+/// 40 s. The only caller (one client process, round robin) sees five failures from it in a
+/// row and ejects it at once (10% of ten hosts allows one), so it refuses exactly five
+/// requests. The ejection lasts `base_ejection_time` (30 s) from about 10.05 s and ends at the
+/// first sweep (every 10 s from 0) at or after its end, the one at 50 s: ejected for 40 s less
+/// the time to its fifth request, while without detection it refuses its share, 1/10, for
+/// 30 s. Envoy rules: `outlier_detection_impl.cc` (`onConsecutiveErrorWorker`,
+/// `checkHostForUneject`).
+#[test]
+fn an_outlier_is_ejected_after_five_failures_until_the_sweep() {
+    let upstream = "fleet = { instances = 10, capacity_instances = 1, outlier_detection = {} }\noutage = \"reject\"\ncapacity = [{ at = \"10s\", factor = 1 }, { at = \"10s\", factor = 0 }, { at = \"40s\", factor = 0 }, { at = \"40s\", factor = 1 }]";
+    let text =
+        fleet(upstream, "max_attempts = 0").replace("duration = \"10s\"", "duration = \"60s\"");
+    let ejecting = run(&scenario(&text));
+    let dead = &instances(&ejecting)[0];
+    assert_eq!(dead.counts.rejected(), 5);
+    let ejected_s = dead.ejected_us as f64 / 1e6;
+    // Five requests to it at 1,000 a second over ten hosts take about 50 ms.
+    assert!((39.8..40.0).contains(&ejected_s), "{ejected_s}");
+    assert!(
+        instances(&ejecting)[1..]
+            .iter()
+            .all(|other| other.ejected_us == 0)
+    );
+    let plain = run(&scenario(&text.replace(", outlier_detection = {}", "")));
+    let refused = instances(&plain)[0].counts.rejected() as f64;
+    assert!((refused - 3000.0).abs() < 4.0 * 3000f64.sqrt(), "{refused}");
 }
