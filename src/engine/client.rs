@@ -393,10 +393,16 @@ impl<O: Observer> Engine<'_, O> {
     /// The caller of the attempt at `key` (to instance `instance`) stops waiting for it, as
     /// `heard` says: its balancer counts one request fewer outstanding there, and its outlier
     /// detection hears whether it failed (a 5xx, or a failure without a response).
+    #[inline]
     pub(super) fn stopped_waiting(&mut self, key: Key, instance: ServiceId, heard: Heard) {
-        if !self.results_heard_anywhere {
-            return;
+        if self.results_heard_anywhere {
+            self.balancer_heard(key, instance, heard);
         }
+    }
+
+    /// [`Engine::stopped_waiting`] with some fleet's balancer to tell.
+    #[inline(never)]
+    fn balancer_heard(&mut self, key: Key, instance: ServiceId, heard: Heard) {
         let service = self.services[usize::from(instance)].service;
         if !self.fleets[usize::from(service)].hears_results() {
             return;
