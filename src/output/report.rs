@@ -16,6 +16,7 @@ use crate::claims::{evaluate, number};
 use crate::output::charts::{Chart, ChartError, Charts, Format};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
+use crate::scenario::fleet::Balancer;
 use crate::vocabulary::metric::METRICS;
 
 pub use diagram::topology_svg;
@@ -89,9 +90,34 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
             run.model.services.len()
         )
     } else {
+        let fleet = &upstream.fleet;
+        let instances = if fleet.instances > 1 {
+            let balancer = match fleet.balancer {
+                Balancer::RoundRobin => "round robin",
+                Balancer::Random => "random",
+                Balancer::LeastRequest => "least request",
+            };
+            let mut about = vec![balancer.to_string()];
+            if fleet.capacity_instances < fleet.instances {
+                about.push(format!(
+                    "the capacity curve on the first {}",
+                    fleet.capacity_instances
+                ));
+            }
+            if fleet.outlier.is_some() {
+                about.push("outlier detection".to_string());
+            }
+            format!(
+                "{} instances ({}) of {} workers each",
+                fleet.instances,
+                about.join(", "),
+                upstream.workers
+            )
+        } else {
+            format!("{} workers", upstream.workers)
+        };
         format!(
-            r#"upstream of {} workers, service time {}, queue limit {}, outage behaviour "{}""#,
-            upstream.workers,
+            r#"upstream of {instances}, service time {}, queue limit {}, outage behaviour "{}""#,
             escape(&upstream.service_time.to_string()),
             upstream.queue_limit,
             escape(&format!("{:?}", upstream.outage).to_lowercase()),
