@@ -131,6 +131,8 @@ impl Fleet {
         if self.instances == 1 {
             return 0;
         }
+        // The hosts its outlier detection lets it pick; none listed means every host (no
+        // detection, or none ejected, or every one, which Envoy would answer 503 for).
         self.usable.clear();
         if let Some(detector) = self.detectors.get_mut(scope) {
             for host in 0..self.instances {
@@ -138,9 +140,9 @@ impl Fleet {
                     self.usable.push(host);
                 }
             }
-        }
-        if self.usable.is_empty() {
-            self.usable.extend(0..self.instances);
+            if self.usable.len() == usize::from(self.instances) {
+                self.usable.clear();
+            }
         }
         let mut host = self.pick_once(scope, draws);
         let mut again = 0;
@@ -153,29 +155,36 @@ impl Fleet {
 
     /// One pick among the usable hosts.
     fn pick_once(&mut self, scope: usize, draws: &mut impl Random) -> u16 {
-        let usable = self.usable.len() as u64;
         let all = u32::from(self.instances);
+        let usable = &self.usable;
+        let mut draw = || {
+            if usable.is_empty() {
+                draws.index(u64::from(all)) as u16
+            } else {
+                usable[draws.index(usable.len() as u64) as usize]
+            }
+        };
         match self.balancer {
             Balancer::RoundRobin => {
                 let next = &mut self.next[scope];
                 if *next == u32::MAX {
                     *next = draws.index(u64::from(all)) as u32;
                 }
-                // The next host in the ring that is usable (every host, without ejections).
+                // The next host in the ring that is usable.
                 loop {
                     let host = *next as u16;
                     *next = (*next + 1) % all;
-                    if usable == u64::from(all) || self.usable.contains(&host) {
+                    if usable.is_empty() || usable.contains(&host) {
                         return host;
                     }
                 }
             }
-            Balancer::Random => self.usable[draws.index(usable) as usize],
+            Balancer::Random => draw(),
             Balancer::LeastRequest => {
                 let row = scope * usize::from(self.instances);
-                let mut best = self.usable[draws.index(usable) as usize];
+                let mut best = draw();
                 for _ in 1..self.choices {
-                    let other = self.usable[draws.index(usable) as usize];
+                    let other = draw();
                     if self.outstanding[row + usize::from(other)]
                         < self.outstanding[row + usize::from(best)]
                     {

@@ -298,14 +298,9 @@ impl<O: Observer> Engine<'_, O> {
                 self.recorder.attempt_sent(now, index == 0);
             }
         } else {
-            let counts = self.services[usize::from(service)].counts(now);
-            if status_check {
-                counts.status_checks += 1;
-            } else if index == 0 {
-                counts.first_attempts += 1;
-            } else {
-                counts.retries += 1;
-            }
+            self.services[usize::from(service)]
+                .counts(now)
+                .count_sent(status_check, index == 0);
         }
         let words = words.or_else(|| self.request_words_at_send(link, identity));
         let first = words.map(RequestWords::request);
@@ -390,14 +385,9 @@ impl<O: Observer> Engine<'_, O> {
         if call.is_none() {
             // The users' sends are counted for the entry as a whole (`Recorder::finish`); an
             // instance of a fleet counts its own, for its totals.
-            let counts = self.services[usize::from(instance)].counts(self.now);
-            if status_check {
-                counts.status_checks += 1;
-            } else if index == 0 {
-                counts.first_attempts += 1;
-            } else {
-                counts.retries += 1;
-            }
+            self.services[usize::from(instance)]
+                .counts(self.now)
+                .count_sent(status_check, index == 0);
         }
         instance
     }

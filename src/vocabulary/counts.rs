@@ -170,6 +170,19 @@ impl ServiceBucket {
         self.first_attempts + self.retries + self.status_checks
     }
 
+    /// Its callers sent it a request: a status check, else a first attempt (`first`) or a
+    /// retry.
+    #[inline]
+    pub fn count_sent(&mut self, status_check: bool, first: bool) {
+        if status_check {
+            self.status_checks += 1;
+        } else if first {
+            self.first_attempts += 1;
+        } else {
+            self.retries += 1;
+        }
+    }
+
     /// Requests it refused, shed or answered without serving, of every kind.
     pub fn rejected(&self) -> u64 {
         self.rejected_overload
