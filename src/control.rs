@@ -27,11 +27,13 @@
 //! none adds events to the queue, and a policy without controls draws no random number and
 //! does no work here. State is kept per client, per client process (`clients.processes`, the
 //! clients spread over them round-robin), or once for all clients ([`Scope`]); a service calling
-//! the next one is one process, so at a tier every scope is one state per calling service.
+//! the next one is a process (each instance of a fleet its own), so at a tier every scope is one
+//! state per calling instance.
 
 pub mod aws_adaptive;
 pub mod aws_retry_quota;
 pub mod circuit_breaker;
+pub mod connection_pool;
 pub mod grpc_throttling;
 pub mod retry_budget;
 pub mod sre_throttling;
@@ -165,6 +167,8 @@ pub enum ControlConfig {
     CircuitBreaker(circuit_breaker::CircuitBreakerConfig),
     /// The AWS adaptive rate limiter (it has no settings).
     AwsAdaptive,
+    /// Envoy's limit on requests in flight.
+    ConnectionPool(connection_pool::ConnectionPoolConfig),
 }
 
 impl ControlConfig {
@@ -179,6 +183,7 @@ impl ControlConfig {
             ControlConfig::SreThrottling(_) => ControlKind::SreThrottling,
             ControlConfig::CircuitBreaker(_) => ControlKind::CircuitBreaker,
             ControlConfig::AwsAdaptive => ControlKind::AwsAdaptive,
+            ControlConfig::ConnectionPool(_) => ControlKind::ConnectionPool,
         }
     }
 
@@ -204,6 +209,9 @@ impl ControlConfig {
                 Box::new(circuit_breaker::CircuitBreaker::new(config))
             }
             ControlConfig::AwsAdaptive => Box::new(aws_adaptive::AwsAdaptive::new()),
+            ControlConfig::ConnectionPool(config) => {
+                Box::new(connection_pool::ConnectionPool::new(config))
+            }
         }
     }
 }
@@ -256,7 +264,8 @@ impl ControlConfig {
             ControlConfig::ConcurrencyBudget(_)
             | ControlConfig::GrpcThrottling(_)
             | ControlConfig::AwsRetryQuota(_)
-            | ControlConfig::AwsAdaptive => WindowMemory {
+            | ControlConfig::AwsAdaptive
+            | ControlConfig::ConnectionPool(_) => WindowMemory {
                 most: 0,
                 per_attempt: 0,
             },
@@ -302,6 +311,13 @@ impl fmt::Display for ControlModel {
                 c.capacity, c.retry_cost, c.timeout_cost
             ),
             ControlConfig::AwsAdaptive => f.write_str("AWS adaptive rate limiter"),
+            ControlConfig::ConnectionPool(c) => {
+                write!(
+                    f,
+                    "connection pool of {} requests in flight",
+                    c.max_requests
+                )
+            }
             ControlConfig::SreThrottling(c) => write!(
                 f,
                 "adaptive throttling K = {} over {}s",

@@ -760,7 +760,9 @@ struct Engine<'a, O: Observer> {
     retries_ahead_on: bool,
     /// The user clients' overload controls.
     user_controls: ControlSet,
-    /// Each service's controls toward the services it calls (empty for most).
+    /// Each instance's controls toward the services it calls (empty for most), indexed as
+    /// `services`: an instance of a fleet is a process of its own, as each Envoy keeps its own
+    /// circuit breakers and each Finagle client its own budget.
     caller_controls: Vec<ControlSet>,
     /// Some caller has a control: without one, the client side skips every control hook.
     controls_anywhere: bool,
@@ -859,8 +861,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             caller_controls: model
                 .services
                 .iter()
+                .flat_map(|service| (0..service.fleet.instances).map(move |_| service))
                 .enumerate()
-                .map(|(id, service)| {
+                .map(|(instance, service)| {
                     let controls = service
                         .downstream
                         .as_ref()
@@ -869,7 +872,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                         controls,
                         1,
                         1,
-                        Stream::owned(seed, Purpose::CallerControl, id as ServiceId),
+                        Stream::owned(seed, Purpose::CallerControl, instance as ServiceId),
                     )
                 })
                 .collect(),

@@ -464,8 +464,8 @@ pub struct CallRetry {
     /// Hedged calls instead of retries, as a policy's `hedging`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hedging: Option<Spanned<Hedging>>,
-    /// Client-side overload controls of this tier's calls, as a policy's `controls`; the
-    /// service is one process, so every scope is one state for the service.
+    /// Client-side overload controls of this tier's calls, as a policy's `controls`; each
+    /// instance of the service is one process, so every scope is one state per instance.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Spanned<ControlSpec>>,
     /// A retry to a fleet avoids the instances this call already tried, as a policy's

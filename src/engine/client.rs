@@ -141,7 +141,7 @@ impl<O: Observer> Engine<'_, O> {
             target: model.calls[usize::from(number)],
             logical,
         };
-        let controls = &mut self.caller_controls[usize::from(caller)];
+        let controls = &mut self.caller_controls[usize::from(service)];
         if !controls.is_empty() {
             controls.call_started(self.now, client);
         }
@@ -149,11 +149,11 @@ impl<O: Observer> Engine<'_, O> {
         self.send_first(key, call);
     }
 
-    /// The controls of the caller of `call` (the users', or the calling service's).
+    /// The controls of the caller of `call` (the users', or the calling instance's).
     pub(super) fn controls_of(&mut self, call: Option<DownstreamCall>) -> &mut ControlSet {
         match call {
             None => &mut self.user_controls,
-            Some(call) => &mut self.caller_controls[usize::from(call.caller)],
+            Some(call) => &mut self.caller_controls[usize::from(call.service)],
         }
     }
 

@@ -14,9 +14,11 @@
 //! | `rate_limited_retry_back_off` with a `Retry-After` `SECONDS` reset header | `retry_after = "honor-jittered"`, `U(ra, 1.5 ra)`; without it Envoy ignores Retry-After: `"ignore"` |
 //! | `circuit_breakers.thresholds[0].retry_budget { budget_percent (20), min_retry_concurrency (3) }` | a `retry-budget` control with `min_concurrency`, per process |
 //! | no retry budget: `max_retries` (default 3) | a `retry-budget` control of 0% and `min_concurrency = max_retries`: Envoy's default cap of 3 concurrent retries |
+//! | `circuit_breakers.thresholds[0].max_requests` (default 1024) | a `connection-pool` control, per process: an attempt over it ends the call with `pool-overflow` |
 //!
 //! Conditions and settings that depend on what the simulator does not model (response
-//! headers, gRPC statuses, hosts, priorities, other circuit-breaker limits) are refused by name.
+//! headers, gRPC statuses, hosts, priorities, the HTTP/1.1 pool's `max_connections` and
+//! `max_pending_requests`) are refused by name.
 //! A `retry_on` of `retriable-status-codes` alone retries the listed statuses and no timeout,
 //! reset or refused connection, as such an Envoy does.
 
@@ -26,6 +28,7 @@ use super::{ImportError, Imported, field_error, integer, positive_seconds, refus
 use crate::base::time::Duration;
 use crate::base::values::{Bounded, BudgetPercent};
 use crate::control::ControlKind;
+use crate::control::connection_pool::{DEFAULT_MAX_REQUESTS, POOL_WAIT_NOT_MODELLED};
 use crate::retry::backoff::Jitter;
 use crate::retry::decision::StatusSet;
 use crate::retry::retry_after::RetryAfterMode;
@@ -50,6 +53,8 @@ pub fn import(config: &Map<String, Value>) -> Result<Imported, ImportError> {
     read_retry_policy(policy, &mut imported)?;
     let limit = retry_limit(config.get("circuit_breakers"), &mut imported)?;
     imported.controls.push(limit);
+    let pool = request_limit(config.get("circuit_breakers"), &mut imported)?;
+    imported.controls.push(pool);
     Ok(imported)
 }
 
@@ -368,17 +373,10 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
     refuse_unknown(
         thresholds,
         prefix,
-        &["priority", "retry_budget", "max_retries"],
+        &["priority", "retry_budget", "max_retries", "max_requests"],
         &[
-            (
-                "max_connections",
-                "client connection limits are not simulated",
-            ),
-            (
-                "max_pending_requests",
-                "client connection limits are not simulated",
-            ),
-            ("max_requests", "client request limits are not simulated"),
+            ("max_connections", POOL_WAIT_NOT_MODELLED),
+            ("max_pending_requests", POOL_WAIT_NOT_MODELLED),
             ("max_connection_pools", "connection pools are not simulated"),
             ("track_remaining", "a statistic, not a behaviour"),
         ],
@@ -438,4 +436,32 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
         "retry_budget: retries outstanding at most max({percent}% of the requests in flight, {min}), per process (one Envoy)"
     ));
     Ok(concurrency(percent, min))
+}
+
+/// The cluster's limit on requests in flight: `max_requests`, Envoy's 1024 if not written. The
+/// circuit breakers were checked by [`retry_limit`].
+fn request_limit(
+    breakers: Option<&Value>,
+    imported: &mut Imported,
+) -> Result<ControlSpec, ImportError> {
+    let written = breakers
+        .and_then(|breakers| breakers.get("thresholds"))
+        .and_then(|thresholds| thresholds.get(0))
+        .and_then(|thresholds| thresholds.get("max_requests"));
+    let max = match written {
+        None => DEFAULT_MAX_REQUESTS,
+        Some(value) => integer(
+            value,
+            "circuit_breakers.thresholds[0].max_requests",
+            1_000_000_000,
+        )?,
+    };
+    imported.notes.push(format!(
+        "max_requests {max}{}: at most {max} requests in flight per cluster, per Envoy; one more overflows (a local 503, never retried)",
+        if written.is_none() { " (Envoy's default)" } else { "" }
+    ));
+    Ok(ControlSpec {
+        max_requests: Some(Bounded(max)),
+        ..ControlSpec::empty(ControlKind::ConnectionPool)
+    })
 }

@@ -418,7 +418,7 @@ fn service_events(service: &Service, horizon: f64) -> f64 {
 }
 
 /// The memory of the controls' states, at most: the users' controls keep one state per
-/// client, per process or one in all (their scope), each tier's one per calling service. A
+/// client, per process or one in all (their scope), each tier's one per calling instance. A
 /// state costs its slot, its fixed size and its windows, which hold at most the whole window
 /// and at most what the attempts it saw put there; over all states of a control, at most
 /// every attempt allowed (`operations * client_sends` for the users', times the requests each
@@ -455,9 +455,15 @@ fn control_state_bytes(
     let tiers: f64 = scenario
         .services()
         .iter()
-        .filter_map(|service| service.retry.as_ref())
-        .flat_map(|retry| &retry.get_ref().controls)
-        .map(|spec| states(spec, 1.0, all_attempts))
+        .filter_map(|&service| Some((instances(&[service]), service.retry.as_ref()?)))
+        .flat_map(|(instances, retry)| {
+            retry
+                .get_ref()
+                .controls
+                .iter()
+                .map(move |spec| (instances, spec))
+        })
+        .map(|(instances, spec)| states(spec, instances, all_attempts))
         .sum();
     users + tiers
 }
@@ -936,7 +942,8 @@ mod tests {
     #[test]
     fn the_state_constant_covers_every_state() {
         use crate::control::{
-            SlidingWindow, aws_adaptive, circuit_breaker, retry_budget, sre_throttling,
+            SlidingWindow, aws_adaptive, circuit_breaker, connection_pool, retry_budget,
+            sre_throttling,
         };
         use std::mem::size_of;
         let largest = [
@@ -944,6 +951,7 @@ mod tests {
             size_of::<aws_adaptive::AwsAdaptive>(),
             size_of::<retry_budget::WindowedBudget>(),
             size_of::<sre_throttling::SreThrottling>(),
+            size_of::<connection_pool::ConnectionPool>(),
         ]
         .into_iter()
         .max()

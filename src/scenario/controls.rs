@@ -13,6 +13,9 @@ use crate::base::time::{Duration, MICROS_PER_SECOND};
 use crate::base::values::{Bounded, BudgetPercent, Percent, Positive};
 use crate::control::aws_retry_quota::AwsRetryQuotaConfig;
 use crate::control::circuit_breaker::{BreakerWindow, CircuitBreakerConfig};
+use crate::control::connection_pool::{
+    ConnectionPoolConfig, DEFAULT_MAX_REQUESTS, POOL_WAIT_NOT_MODELLED,
+};
 use crate::control::grpc_throttling::GrpcThrottlingConfig;
 use crate::control::retry_budget::{ConcurrencyBudgetConfig, WindowedBudgetConfig};
 use crate::control::sre_throttling::SreThrottlingConfig;
@@ -24,8 +27,8 @@ use super::Problem;
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ControlSpec {
-    /// `retry-budget`, `grpc-throttling`, `aws-retry-quota`, `aws-adaptive`, `sre-throttling`
-    /// or `circuit-breaker`.
+    /// `retry-budget`, `grpc-throttling`, `aws-retry-quota`, `aws-adaptive`, `sre-throttling`,
+    /// `circuit-breaker` or `connection-pool`.
     pub kind: ControlKind,
     /// Whose history the state holds: `client`, `process` (default) or `global`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +93,17 @@ pub struct ControlSpec {
     /// `circuit-breaker`: trial calls let through half-open (10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub half_open_calls: Option<Bounded<1, 100_000>>,
+    /// `connection-pool`: attempts in flight at once (Envoy's `max_requests`: 1024).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_requests: Option<Bounded<1, 1_000_000_000>>,
+    /// `connection-pool`: Envoy's HTTP/1.1 connection limit, read only to be refused with the
+    /// reason (requests waiting for a connection are not modelled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_connections: Option<u64>,
+    /// `connection-pool`: Envoy's limit on requests waiting for a connection, refused as
+    /// `max_connections` is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pending_requests: Option<u64>,
 }
 
 /// The settings each kind reads, besides `kind` and `scope`.
@@ -110,6 +124,7 @@ fn settings_of(kind: ControlKind) -> &'static [&'static str] {
             "half_open_calls",
         ],
         ControlKind::AwsAdaptive => &[],
+        ControlKind::ConnectionPool => &["max_requests", "max_connections", "max_pending_requests"],
     }
 }
 
@@ -136,6 +151,9 @@ impl ControlSpec {
             ("minimum_calls", self.minimum_calls.is_some()),
             ("wait_open", self.wait_open.is_some()),
             ("half_open_calls", self.half_open_calls.is_some()),
+            ("max_requests", self.max_requests.is_some()),
+            ("max_connections", self.max_connections.is_some()),
+            ("max_pending_requests", self.max_pending_requests.is_some()),
         ];
         present
             .into_iter()
@@ -218,6 +236,13 @@ impl ControlSpec {
                     return Err("wait_open must be above zero".into());
                 }
             }
+            ControlKind::ConnectionPool => {
+                if self.max_connections.is_some() || self.max_pending_requests.is_some() {
+                    return Err(format!(
+                        "not modelled: {POOL_WAIT_NOT_MODELLED}; a connection-pool control bounds the requests in flight with max_requests (1 to 10^9, Envoy's default 1024), as an HTTP/2 pool does"
+                    ));
+                }
+            }
             ControlKind::AwsRetryQuota | ControlKind::AwsAdaptive => {}
         }
         Ok(())
@@ -227,6 +252,11 @@ impl ControlSpec {
     pub fn model(&self) -> ControlModel {
         let config = match self.kind {
             ControlKind::AwsAdaptive => ControlConfig::AwsAdaptive,
+            ControlKind::ConnectionPool => ControlConfig::ConnectionPool(ConnectionPoolConfig {
+                max_requests: self
+                    .max_requests
+                    .map_or(DEFAULT_MAX_REQUESTS, |max| max.get()),
+            }),
             ControlKind::RetryBudget => {
                 if let Some(min_concurrency) = self.min_concurrency {
                     let defaults = ConcurrencyBudgetConfig::default();
@@ -321,6 +351,9 @@ impl ControlSpec {
         let seconds = |micros: u64| Some(Spanned::new(0..0, Duration(micros)));
         match model.config {
             ControlConfig::AwsAdaptive => {}
+            ControlConfig::ConnectionPool(config) => {
+                spec.max_requests = Some(Bounded(config.max_requests));
+            }
             ControlConfig::WindowedBudget(config) => {
                 spec.percent = Some(BudgetPercent(config.percent));
                 spec.min_per_s = Some(Bounded(config.min_per_s));
@@ -388,6 +421,9 @@ impl ControlSpec {
             minimum_calls: None,
             wait_open: None,
             half_open_calls: None,
+            max_requests: None,
+            max_connections: None,
+            max_pending_requests: None,
         }
     }
 }

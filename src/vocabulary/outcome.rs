@@ -29,16 +29,19 @@ pub enum ControlKind {
     CircuitBreaker,
     /// The AWS SDKs' adaptive mode: a rate limiter that delays sends, never refuses them.
     AwsAdaptive,
+    /// Envoy's limit on requests in flight to a cluster (`max_requests`).
+    ConnectionPool,
 }
 
 impl ControlKind {
     /// The kinds that can refuse a send, in the order of their failure columns.
-    pub const VETOING: [ControlKind; 5] = [
+    pub const VETOING: [ControlKind; 6] = [
         ControlKind::RetryBudget,
         ControlKind::GrpcThrottling,
         ControlKind::AwsRetryQuota,
         ControlKind::SreThrottling,
         ControlKind::CircuitBreaker,
+        ControlKind::ConnectionPool,
     ];
 
     /// The `kind` a scenario writes.
@@ -50,6 +53,7 @@ impl ControlKind {
             ControlKind::SreThrottling => "sre-throttling",
             ControlKind::CircuitBreaker => "circuit-breaker",
             ControlKind::AwsAdaptive => "aws-adaptive",
+            ControlKind::ConnectionPool => "connection-pool",
         }
     }
 
@@ -62,17 +66,21 @@ impl ControlKind {
             ControlKind::AwsRetryQuota => "retry-quota-exhausted",
             ControlKind::SreThrottling => "throttled-locally",
             ControlKind::CircuitBreaker => "circuit-open",
+            ControlKind::ConnectionPool => "pool-overflow",
             ControlKind::AwsAdaptive => unreachable!("the adaptive limiter delays, never refuses"),
         }
     }
 
     /// It can refuse a call's first send, which then ends at once without leaving the client:
-    /// the circuit breaker while open, adaptive throttling, and the AWS adaptive limiter when
-    /// its delay would pass the call's deadline.
+    /// the circuit breaker while open, adaptive throttling, the AWS adaptive limiter when
+    /// its delay would pass the call's deadline, and a full connection pool.
     pub fn refuses_locally(self) -> bool {
         matches!(
             self,
-            ControlKind::CircuitBreaker | ControlKind::SreThrottling | ControlKind::AwsAdaptive
+            ControlKind::CircuitBreaker
+                | ControlKind::SreThrottling
+                | ControlKind::AwsAdaptive
+                | ControlKind::ConnectionPool
         )
     }
 

@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use retrystorm::control::connection_pool::ConnectionPoolConfig;
 use retrystorm::control::grpc_throttling::GrpcThrottlingConfig;
 use retrystorm::control::retry_budget::ConcurrencyBudgetConfig;
 use retrystorm::control::{ControlConfig, ControlKind};
@@ -103,8 +104,26 @@ fn an_envoy_retry_policy_maps_to_its_clients_behaviour() {
             min_concurrency: 3
         })
     );
-    // Without circuit_breakers, Envoy's default max_retries = 3 caps concurrent retries.
+    // Envoy's default max_requests: 1024 requests in flight per Envoy; a written one wins.
+    assert_eq!(
+        policy.controls[1].config,
+        ControlConfig::ConnectionPool(ConnectionPoolConfig { max_requests: 1024 })
+    );
+    let limited = model_importing(
+        "pool.yaml",
+        "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - max_requests: 512\n",
+    );
+    assert_eq!(
+        limited.users.policy.controls[1].config,
+        ControlConfig::ConnectionPool(ConnectionPoolConfig { max_requests: 512 })
+    );
+    // Without circuit_breakers, Envoy's default max_retries = 3 caps concurrent retries, and
+    // its default max_requests = 1024 the requests in flight.
     let defaults = model_of("envoy-default-retries.json");
+    assert_eq!(
+        defaults.users.policy.controls[1].config,
+        ControlConfig::ConnectionPool(ConnectionPoolConfig { max_requests: 1024 })
+    );
     assert_eq!(
         defaults.users.policy.retry_after,
         RetryAfterMode::HonorJittered
@@ -276,6 +295,7 @@ fn unmodelled_settings_are_refused_by_name() {
         &[
             "circuit_breakers.thresholds[0].max_connections",
             "not simulated",
+            "HTTP/1.1 pool",
         ],
     );
     assert_contains(

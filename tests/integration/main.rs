@@ -4,6 +4,7 @@ mod architecture;
 mod article_behaviours;
 mod browser;
 mod charts;
+mod connection_pools;
 mod contention;
 mod controls;
 mod decide_command;

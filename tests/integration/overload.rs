@@ -3,7 +3,7 @@
 use retrystorm::base::time::MICROS_PER_SECOND;
 use retrystorm::run::PolicyRun;
 
-use crate::support::{relative_error, run, scenario};
+use crate::support::{erlang_b, relative_error, run, scenario};
 
 /// One upstream of `workers` workers and `service`, Poisson arrivals at `rate` per second,
 /// answers that nobody retries (overload status 500, deadline = attempt timeout), 1 ms network.
@@ -284,15 +284,6 @@ fn cancellation_stops_work_whose_caller_has_gone() {
         let cancelled = if cancellation { totals.released } else { 0 };
         assert_eq!(totals.cancelled, cancelled);
     }
-}
-
-/// The Erlang B formula, for c servers and a Erlangs offered.
-fn erlang_b(c: u32, a: f64) -> f64 {
-    let mut b = 1.0;
-    for k in 1..=c {
-        b = a * b / (f64::from(k) + a * b);
-    }
-    b
 }
 
 /// A fixed concurrency limit equal to the workers admits no queue: M/M/c/c, whose refused share

@@ -4,7 +4,7 @@
 //! bound (the runs here stay within about a third of it); a model error of a few percent, such
 //! as a service time drawn wrong or a queue served out of order, fails them.
 
-use crate::support::{relative_error, run, scenario};
+use crate::support::{erlang_b, relative_error, run, scenario};
 
 /// An upstream with `workers` workers of exponential service (mean `service_ms`), Poisson
 /// arrivals at `rate` per second, no network delay and no deadline pressure.
@@ -60,11 +60,6 @@ fn mm1_mean_and_p99_response_time() {
         relative_error(measured_p99, p99_ms) < 0.03,
         "p99 {measured_p99} ms vs {p99_ms} ms"
     );
-}
-
-/// Erlang B: the probability that all `c` servers are busy with offered load `a`, no queue.
-fn erlang_b(c: u32, a: f64) -> f64 {
-    (1..=c).fold(1.0, |b, k| a * b / (f64::from(k) + a * b))
 }
 
 /// Erlang C: the probability of waiting in M/M/c with offered load `a` (< c).

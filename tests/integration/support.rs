@@ -118,3 +118,10 @@ pub fn fresh_folder(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&folder).unwrap();
     folder
 }
+
+/// Erlang B: the share of arrivals an M/G/c/c loss system refuses at offered load `a` (in
+/// servers), by the recurrence `B(k) = a B(k-1) / (k + a B(k-1))`; insensitive to the
+/// holding time's distribution beyond its mean.
+pub fn erlang_b(c: u32, a: f64) -> f64 {
+    (1..=c).fold(1.0, |b, k| a * b / (f64::from(k) + a * b))
+}
