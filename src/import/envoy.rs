@@ -344,7 +344,7 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
     };
     let Some(value) = value else {
         imported.notes.push(format!(
-            "no circuit_breakers: Envoy's default max_retries allows {DEFAULT_MAX_RETRIES} concurrent retries per cluster (a 0% budget with min_concurrency {DEFAULT_MAX_RETRIES})"
+            "no circuit_breakers: Envoy's default max_retries allows {DEFAULT_MAX_RETRIES} concurrent retries per cluster, per Envoy (a 0% budget with min_concurrency {DEFAULT_MAX_RETRIES})"
         ));
         return Ok(concurrency(0.0, DEFAULT_MAX_RETRIES));
     };
@@ -395,7 +395,7 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
             Some(value) => integer(value, &format!("{prefix}.max_retries"), 1_000_000)?,
         };
         imported.notes.push(format!(
-            "max_retries {max}: at most {max} concurrent retries per cluster"
+            "max_retries {max}: at most {max} concurrent retries per cluster, per Envoy"
         ));
         return Ok(concurrency(0.0, max));
     };

@@ -11,9 +11,10 @@
 
 use std::fmt;
 
-use super::{CallerPolicy, Deadline, Model};
+use super::{CallerPolicy, Deadline, FleetModel, Model, ServiceModel};
 use crate::base::time::{Duration, Micros};
 use crate::retry::backoff::JitterStrategy;
+use crate::scenario::fleet::Balancer;
 use crate::scenario::{Scenario, TransportError};
 
 /// A caller's policy in words, one field per aspect (the report's columns).
@@ -171,25 +172,65 @@ impl CallerText {
     }
 }
 
+impl FleetModel {
+    /// How its callers pick an instance, and what else sets its instances apart: `round
+    /// robin, the capacity curve on the first 1, outlier detection`.
+    pub fn about(&self) -> String {
+        let balancer = match self.balancer {
+            Balancer::RoundRobin => "round robin",
+            Balancer::Random => "random",
+            Balancer::LeastRequest => "least request",
+        };
+        let mut about = vec![balancer.to_string()];
+        if self.capacity_instances < self.instances {
+            about.push(format!(
+                "the capacity curve on the first {}",
+                self.capacity_instances
+            ));
+        }
+        if self.outlier.is_some() {
+            about.push("outlier detection".to_string());
+        }
+        about.join(", ")
+    }
+}
+
+/// A service called, named with its fleet: `checkout (6 instances: round robin)`.
+fn callee(service: &ServiceModel) -> String {
+    match service.fleet.instances {
+        1 => service.name.clone(),
+        instances => format!(
+            "{} ({instances} instances: {})",
+            service.name,
+            service.fleet.about()
+        ),
+    }
+}
+
 impl Model {
     /// Every caller of this model: the user clients, then each service that calls others,
-    /// in the file's order.
+    /// in the file's order. A fleet is named with its instances: each instance of a calling
+    /// fleet keeps its own controls and balancer.
     pub fn callers(&self) -> Vec<CallerText> {
         let users = CallerText {
-            calls: format!("clients -> {}", self.entry_service().name),
+            calls: format!("clients -> {}", callee(self.entry_service())),
             tier: false,
             failure_status: None,
             policy: self.users.policy.text(),
         };
         let tiers = self.services.iter().filter_map(|service| {
             let policy = service.downstream.as_ref()?;
-            let callees: Vec<&str> = service
+            let callees: Vec<String> = service
                 .calls
                 .iter()
-                .map(|&callee| self.services[usize::from(callee)].name.as_str())
+                .map(|&called| callee(&self.services[usize::from(called)]))
                 .collect();
+            let caller = match service.fleet.instances {
+                1 => service.name.clone(),
+                instances => format!("{} (each of {instances} instances)", service.name),
+            };
             Some(CallerText {
-                calls: format!("{} -> {}", service.name, callees.join(", ")),
+                calls: format!("{caller} -> {}", callees.join(", ")),
                 tier: true,
                 failure_status: Some(service.failure_status),
                 policy: policy.text(),

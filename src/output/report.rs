@@ -16,7 +16,6 @@ use crate::claims::{evaluate, number};
 use crate::output::charts::{Chart, ChartError, Charts, Format};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
-use crate::scenario::fleet::Balancer;
 use crate::vocabulary::metric::METRICS;
 
 pub use diagram::topology_svg;
@@ -92,25 +91,10 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
     } else {
         let fleet = &upstream.fleet;
         let instances = if fleet.instances > 1 {
-            let balancer = match fleet.balancer {
-                Balancer::RoundRobin => "round robin",
-                Balancer::Random => "random",
-                Balancer::LeastRequest => "least request",
-            };
-            let mut about = vec![balancer.to_string()];
-            if fleet.capacity_instances < fleet.instances {
-                about.push(format!(
-                    "the capacity curve on the first {}",
-                    fleet.capacity_instances
-                ));
-            }
-            if fleet.outlier.is_some() {
-                about.push("outlier detection".to_string());
-            }
             format!(
                 "{} instances ({}) of {} workers each",
                 fleet.instances,
-                about.join(", "),
+                escape(&fleet.about()),
                 upstream.workers
             )
         } else {

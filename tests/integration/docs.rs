@@ -22,7 +22,7 @@
 //! - Any other ```` ```toml ```` block must load as a scenario: a whole one (it has `name`) as
 //!   it is, a snippet merged into [`BASE`], a small scenario with an incident (its tables
 //!   added to the base's; with `[[service]]` it replaces the base's `[upstream]`). Imports are
-//!   read from `scenarios/`, or from `docs/examples/` for the guide.
+//!   read from `scenarios/`.
 //! - A ```` ```json ```` or ```` ```yaml ```` block must parse, and import if it is a retry
 //!   config.
 //! - No other block: an output shown must be a console block with its command.
@@ -43,14 +43,17 @@ use retrystorm::vocabulary::outcome::FailureReason;
 
 use crate::support::fresh_folder;
 
-/// The documents, each with the folder its TOML snippets' imports are read from.
-const DOCUMENTS: [(&str, &str); 5] = [
-    ("README.md", "scenarios"),
-    ("docs/guide.md", "docs/examples"),
-    ("docs/reference.md", "scenarios"),
-    ("docs/model.md", "scenarios"),
-    ("docs/internals.md", "scenarios"),
+/// The documents tested.
+const DOCUMENTS: [&str; 5] = [
+    "README.md",
+    "docs/guide.md",
+    "docs/reference.md",
+    "docs/model.md",
+    "docs/internals.md",
 ];
+
+/// Where the imports of the documents' TOML snippets are read from.
+const IMPORTS_FROM: &str = "scenarios";
 
 /// The commands the documents show that a test does not run, and why. Each must be shown
 /// somewhere (checked), so the list cannot keep a command the documents dropped. An entry
@@ -387,10 +390,7 @@ struct Counts {
 
 /// Checks every block of `doc` (see the module documentation) and its links; the workspace.
 fn check_document(doc: &'static str) -> PathBuf {
-    let (_, imports_from) = DOCUMENTS
-        .iter()
-        .find(|(name, _)| *name == doc)
-        .expect("a document of DOCUMENTS");
+    assert!(DOCUMENTS.contains(&doc), "a document of DOCUMENTS");
     let workspace = workspace(doc);
     let mut failures: Vec<String> = Vec::new();
     let mut counts = Counts::default();
@@ -455,7 +455,7 @@ fn check_document(doc: &'static str) -> PathBuf {
             }
             "toml" => {
                 counts.toml += 1;
-                if let Err(error) = check_toml(&block, imports_from) {
+                if let Err(error) = check_toml(&block, IMPORTS_FROM) {
                     failures.push(format!("{}: {error}", block.at()));
                 }
             }
@@ -664,7 +664,7 @@ fn anchors(markdown: &str) -> BTreeSet<String> {
 #[test]
 fn every_command_not_run_is_shown() {
     let mut used = BTreeSet::new();
-    for (doc, _) in DOCUMENTS {
+    for doc in DOCUMENTS {
         for block in blocks(doc) {
             if block.lang != "sh" && block.lang != "console" {
                 continue;
