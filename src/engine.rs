@@ -123,10 +123,10 @@ use crate::base::time::Micros;
 use crate::control::ControlSet;
 use crate::engine::counters::{Measurements, Recorder, ServiceRecord};
 use crate::engine::event_queue::{EventQueue, Lane};
-use crate::engine::service::Service;
+use crate::engine::service::{Placement, Service};
 use crate::model::{Arrivals, CallerPolicy, LinkId, Model, ServiceId};
 use crate::retry::retry_after::RetryAfterMode;
-use crate::scenario::fleet::Balancer;
+use crate::scenario::fleet::{Balancer, KeyStore};
 use crate::vocabulary::outcome::{AttemptOutcome, NextStep};
 use arrivals::OpenArrivals;
 use awaiting::Awaiting;
@@ -526,10 +526,19 @@ fn instances(model: &Model) -> Vec<Service<'_>> {
         for instance in 0..fleet.instances {
             let number = instances.len() as ServiceId;
             let curve = instance < fleet.capacity_instances;
+            let key_store = match fleet.key_store {
+                KeyStore::Shared => store,
+                KeyStore::PerInstance => number,
+            };
             instances.push(Service::new(
                 service,
                 number,
-                (id as ServiceId, store, curve),
+                Placement {
+                    service: id as ServiceId,
+                    writes: store,
+                    keys: key_store,
+                    curve,
+                },
                 model.seed,
                 model.users.count,
                 model.bucket,

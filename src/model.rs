@@ -30,7 +30,7 @@ use toml::Spanned;
 
 use crate::base::time::{MICROS_PER_SECOND, Micros};
 use crate::base::values::{Bounded, Probability};
-use crate::scenario::fleet::Balancer;
+use crate::scenario::fleet::{Balancer, KeyStore};
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
     InFlightRepeat, LimitKind, LinkNetwork, Outage, Policy, QueueDiscipline, RateLimitScope,
@@ -310,6 +310,8 @@ pub struct FleetModel {
     pub capacity_instances: u16,
     /// Each caller's outlier detection over the instances, if any.
     pub outlier: Option<OutlierModel>,
+    /// Where its instances keep their idempotency keys.
+    pub key_store: KeyStore,
 }
 
 impl FleetModel {
@@ -320,6 +322,7 @@ impl FleetModel {
         choice_count: 2,
         capacity_instances: 1,
         outlier: None,
+        key_store: KeyStore::Shared,
     };
 }
 
@@ -753,6 +756,7 @@ impl ServiceModel {
                         .capacity_instances
                         .as_ref()
                         .map_or(instances, |count| count.get_ref().get() as u16),
+                    key_store: fleet.key_store,
                     outlier: fleet.outlier_detection.as_ref().map(|rules| {
                         let rules = rules.get_ref();
                         let base = rules.base_ejection_time.micros();

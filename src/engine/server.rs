@@ -29,11 +29,19 @@ impl<'a, O: Observer> Engine<'a, O> {
         &mut self.services[usize::from(service)]
     }
 
-    /// The instance that keeps the keys and writes of instance `id`'s fleet (itself, outside
-    /// a fleet): a fleet shares one store, as its instances share one database.
+    /// The instance that keeps the writes of instance `id`'s fleet (itself, outside a
+    /// fleet): a fleet shares one database.
     #[inline]
     fn store(&mut self, id: ServiceId) -> &mut Service<'a> {
         let store = self.services[usize::from(id)].store;
+        &mut self.services[usize::from(store)]
+    }
+
+    /// The instance that keeps the idempotency keys instance `id` sees: the fleet's shared
+    /// store, or `id` itself (`key_store = "per-instance"`, and outside a fleet).
+    #[inline]
+    fn key_store(&mut self, id: ServiceId) -> &mut Service<'a> {
+        let store = self.services[usize::from(id)].key_store;
         &mut self.services[usize::from(store)]
     }
 
@@ -72,7 +80,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             return self.reply(key, Reply::Error(status));
         }
         if !status_check && keyed {
-            match self.store(id).judge_key(now, logical) {
+            match self.key_store(id).judge_key(now, logical) {
                 KeyVerdict::Process => {}
                 KeyVerdict::Replay => {
                     self.service(id).counts(now).replayed += 1;
@@ -84,7 +92,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                         return self.reply(key, Reply::Conflict);
                     }
                     InFlightRepeat::Wait => {
-                        self.store(id).wait_on_key(logical, key);
+                        self.key_store(id).wait_on_key(logical, key);
                         self.attempts.get_mut(key).expect("live attempt").stage = Stage::Waiting;
                         return;
                     }
@@ -354,7 +362,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             let writes = self.operations.get(logical).expect("live operation").writes;
             if writes > 0 {
                 Reply::Committed
-            } else if pending || self.store(id).key_state(logical) == KeyState::InFlight {
+            } else if pending || self.key_store(id).key_state(logical) == KeyState::InFlight {
                 Reply::StillPending
             } else {
                 Reply::NotFound
@@ -367,7 +375,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.commit_write(id, operation_key);
             let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
             if endpoint.idempotency_key {
-                for waiter in self.store(id).complete_key(now, logical) {
+                for waiter in self.key_store(id).complete_key(now, logical) {
                     self.service(id).counts(now).replayed += 1;
                     self.reply(waiter, Reply::Ok);
                 }
@@ -504,7 +512,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         }
         let logical = self.logical(operation_key, operation);
-        for waiter in self.store(id).abandon_key(logical) {
+        for waiter in self.key_store(id).abandon_key(logical) {
             self.reach_again(waiter);
         }
     }
@@ -515,7 +523,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let (id, operation_key) = (attempt.service, attempt.operation);
         let operation = self.operations.get(operation_key).expect("live operation");
         let logical = self.logical(operation_key, operation);
-        let service = self.store(id);
+        let service = self.key_store(id);
         if service.key_state(logical) == KeyState::InFlight {
             service.wait_on_key(logical, key);
         } else {

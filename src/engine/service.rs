@@ -66,6 +66,9 @@ pub enum Admission {
     Refuse,
 }
 
+/// The bytes of one slot of an instance's idempotency-key records, for the cost estimate.
+pub const KEY_RECORD_BYTES: usize = std::mem::size_of::<KeyRecord>();
+
 /// One logical operation's record in a service's key store.
 #[derive(Debug, Clone, Copy, Default)]
 struct KeyRecord {
@@ -129,6 +132,20 @@ fn tenant<T: Tenant>(table: &mut Vec<T>, key: Key) -> &mut T {
     record
 }
 
+/// Where an instance sits in its fleet (outside a fleet, every field but `curve` is the
+/// instance itself).
+#[derive(Debug, Clone, Copy)]
+pub struct Placement {
+    /// The service of the model it is an instance of.
+    pub service: ServiceId,
+    /// The instance that keeps the fleet's writes.
+    pub writes: ServiceId,
+    /// The instance that keeps the idempotency keys this one sees.
+    pub keys: ServiceId,
+    /// It follows the service's capacity curve (else it keeps full capacity).
+    pub curve: bool,
+}
+
 /// A running service.
 #[derive(Debug)]
 pub struct Service<'m> {
@@ -136,9 +153,12 @@ pub struct Service<'m> {
     pub model: &'m ServiceModel,
     /// Which service of the model it is an instance of (itself, outside a fleet).
     pub service: ServiceId,
-    /// The instance that keeps its fleet's idempotency keys and writes: the fleet's first,
-    /// as a fleet shares one store (itself, outside a fleet).
+    /// The instance that keeps its fleet's writes: the fleet's first, as a fleet shares one
+    /// database (itself, outside a fleet).
     pub store: ServiceId,
+    /// The instance that keeps the idempotency keys it sees: the fleet's first with a shared
+    /// key store, else itself.
+    pub key_store: ServiceId,
     /// Its capacity over time: the service's curve, or a full one for an instance of a fleet
     /// beyond the curve's `capacity_instances`.
     capacity: &'m CapacityCurve,
@@ -179,16 +199,17 @@ impl<'m> Service<'m> {
     pub fn new(
         model: &'m ServiceModel,
         id: ServiceId,
-        (service, store, curve): (ServiceId, ServiceId, bool),
+        placement: Placement,
         seed: u64,
         clients: u64,
         bucket: Micros,
     ) -> Service<'m> {
         Service {
             model,
-            service,
-            store,
-            capacity: if curve {
+            service: placement.service,
+            store: placement.writes,
+            key_store: placement.keys,
+            capacity: if placement.curve {
                 &model.capacity
             } else {
                 &model.full_capacity

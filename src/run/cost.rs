@@ -29,7 +29,8 @@ use crate::control::Scope;
 use crate::engine::MAX_INSTANT_OPERATIONS;
 use crate::engine::downtime::Downtime;
 use crate::engine::outlier::BYTES_PER_HOST;
-use crate::scenario::fleet::Balancer;
+use crate::engine::service::KEY_RECORD_BYTES;
+use crate::scenario::fleet::{Balancer, KeyStore};
 use crate::scenario::{
     ControlSpec, Outage, Policy, Scenario, Service, Start, Workload, least_operation_micros,
     longest_operation, refuses_locally,
@@ -291,6 +292,7 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
             + health_steps * BYTES_PER_HEALTH_STEP
             + in_flight * requests * BYTES_PER_REQUEST
             + crash_history_bytes(&services)
+            + key_store_bytes(&services, in_flight * requests)
             + control_state_bytes(scenario, policy, operations.expected, client_sends)
             + pending_timer_bytes(scenario, policy, operations.most, client_sends * checks),
     }
@@ -496,6 +498,19 @@ fn instances(services: &[&Service]) -> f64 {
                 .as_ref()
                 .map_or(1.0, |fleet| fleet.get_ref().instances.get() as f64)
         })
+        .sum()
+}
+
+/// The idempotency-key records of the instances of fleets that keep their own
+/// (`key_store = "per-instance"`): each beyond the first may hold a record for every slot of
+/// the operations in flight (`slots`); the first is the store every service has.
+fn key_store_bytes(services: &[&Service], slots: f64) -> f64 {
+    services
+        .iter()
+        .filter_map(|service| service.fleet.as_ref())
+        .map(|fleet| fleet.get_ref())
+        .filter(|fleet| fleet.key_store == KeyStore::PerInstance)
+        .map(|fleet| (fleet.instances.get() - 1) as f64 * slots * KEY_RECORD_BYTES as f64)
         .sum()
 }
 

@@ -69,6 +69,23 @@ pub struct Fleet {
     /// detection does (default: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlier_detection: Option<Spanned<OutlierDetection>>,
+    /// Where the instances keep their idempotency keys (default `shared`).
+    #[serde(default)]
+    pub key_store: KeyStore,
+}
+
+/// Where a fleet's instances keep the idempotency keys they have seen. The writes themselves
+/// always go to the fleet's one database.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeyStore {
+    /// One store for the fleet (a Redis or a table beside the data): a repeat is recognised
+    /// whichever instance it reaches.
+    #[default]
+    Shared,
+    /// Each instance its own (an in-process cache): a repeat that reaches another instance
+    /// than the first is processed again, and a write is committed twice.
+    PerInstance,
 }
 
 /// `outlier_detection = { ... }`: Envoy's `OutlierDetection` (consecutive 5xx) and the

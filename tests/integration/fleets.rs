@@ -270,3 +270,35 @@ overrides = { "upstream.fleet.load_balancer" = "random" }
         mean_ms(1)
     );
 }
+
+/// Keyed POSTs to a fleet of two, every response lost: each operation's retry avoids the host
+/// its first attempt wrote on (`previous_hosts`), so it lands on the other. With the fleet's
+/// shared key store the retry is recognised and replayed, and no write is repeated; with a key
+/// store per instance the other instance has never seen the key and writes again: exactly one
+/// duplicate write per operation.
+#[test]
+fn a_key_store_per_instance_misses_a_retry_that_changes_instance() {
+    let duplicates = |key_store: &str| {
+        let run = run(&scenario(&fleet(
+            &format!(
+                "fleet = {{ instances = 2, key_store = \"{key_store}\" }}
+[network]
+response_loss = 1.0
+[[clients.operations]]
+name = \"pay\"
+method = \"POST\"
+idempotency_key = true"
+            ),
+            "max_attempts = 1\nprevious_hosts = 1",
+        )));
+        let policy = &run.policies[0];
+        (
+            policy.summary.duplicate_writes,
+            policy.measurements.operations,
+        )
+    };
+    assert_eq!(duplicates("shared").0, 0);
+    let (duplicated, operations) = duplicates("per-instance");
+    assert!(operations > 1000);
+    assert_eq!(duplicated, operations);
+}
