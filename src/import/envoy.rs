@@ -14,10 +14,11 @@
 //! | `rate_limited_retry_back_off` with a `Retry-After` `SECONDS` reset header | `retry_after = "honor-jittered"`, `U(ra, 1.5 ra)`; without it Envoy ignores Retry-After: `"ignore"` |
 //! | `circuit_breakers.thresholds[0].retry_budget { budget_percent (20), min_retry_concurrency (3) }` | a `retry-budget` control with `min_concurrency`, per process |
 //! | no retry budget: `max_retries` (default 3) | a `retry-budget` control of 0% and `min_concurrency = max_retries`: Envoy's default cap of 3 concurrent retries |
+//! | `retry_host_predicate: [{ name: envoy.retry_host_predicates.previous_hosts }]`, `host_selection_retry_max_attempts` (default 1) | `previous_hosts`: a retry avoids the hosts its call tried, at a fleet |
 //! | `circuit_breakers.thresholds[0].max_requests` (default 1024) | a `connection-pool` control, per process: an attempt over it ends the call with `pool-overflow` |
 //!
 //! Conditions and settings that depend on what the simulator does not model (response
-//! headers, gRPC statuses, hosts, priorities, the HTTP/1.1 pool's `max_connections` and
+//! headers, gRPC statuses, host metadata, priorities, the HTTP/1.1 pool's `max_connections` and
 //! `max_pending_requests`) are refused by name.
 //! A `retry_on` of `retriable-status-codes` alone retries the listed statuses and no timeout,
 //! reset or refused connection, as such an Envoy does.
@@ -62,13 +63,8 @@ fn read_retry_policy(
     policy: &Map<String, Value>,
     imported: &mut Imported,
 ) -> Result<(), ImportError> {
-    const UNMODELLED: [(&str, &str); 8] = [
+    const UNMODELLED: [(&str, &str); 6] = [
         ("retry_priority", "priorities are not simulated"),
-        ("retry_host_predicate", "a simulated service is one host"),
-        (
-            "host_selection_retry_max_attempts",
-            "a simulated service is one host",
-        ),
         ("retriable_headers", "response headers are not simulated"),
         (
             "retriable_request_headers",
@@ -94,9 +90,12 @@ fn read_retry_policy(
             "retry_back_off",
             "retriable_status_codes",
             "rate_limited_retry_back_off",
+            "retry_host_predicate",
+            "host_selection_retry_max_attempts",
         ],
         &UNMODELLED,
     )?;
+    imported.previous_hosts = previous_hosts(policy, imported)?;
     let retry_on = policy
         .get("retry_on")
         .and_then(Value::as_str)
@@ -333,6 +332,55 @@ fn rate_limited_back_off(
         imported.notes.push("reset_headers without Retry-After in SECONDS: the simulated services send only Retry-After, so Envoy never finds its headers and uses the exponential backoff".into());
         Ok(RetryAfterMode::Ignore)
     }
+}
+
+/// The name of Envoy's predicate that makes a retry avoid the hosts already tried.
+const PREVIOUS_HOSTS: &str = "envoy.retry_host_predicates.previous_hosts";
+
+/// `retry_host_predicate: [{ name: envoy.retry_host_predicates.previous_hosts }]` with
+/// `host_selection_retry_max_attempts` (default 1): a retry's pick of a host already tried is
+/// drawn again, up to that many times (the policy's `previous_hosts`). Other predicates pick by
+/// host metadata or canary status, which the simulated fleets do not have.
+fn previous_hosts(
+    policy: &Map<String, Value>,
+    imported: &mut Imported,
+) -> Result<Option<u64>, ImportError> {
+    let attempts = match policy.get("host_selection_retry_max_attempts") {
+        None => 1,
+        Some(value) => integer(value, "retry_policy.host_selection_retry_max_attempts", 100)?,
+    };
+    let Some(predicates) = policy.get("retry_host_predicate") else {
+        if policy.contains_key("host_selection_retry_max_attempts") {
+            imported.notes.push(
+                "host_selection_retry_max_attempts without a retry_host_predicate: Envoy picks every retry's host afresh".into(),
+            );
+        }
+        return Ok(None);
+    };
+    let Value::Array(predicates) = predicates else {
+        return Err(field_error(
+            "retry_policy.retry_host_predicate",
+            "must be a list of predicates",
+        ));
+    };
+    for (index, predicate) in predicates.iter().enumerate() {
+        let name = predicate.get("name").and_then(Value::as_str);
+        if name != Some(PREVIOUS_HOSTS) {
+            return Err(field_error(
+                format!("retry_policy.retry_host_predicate[{index}].name"),
+                format!(
+                    "not simulated: only {PREVIOUS_HOSTS} (the simulated instances have no metadata or canary status); remove it from the imported copy to simulate the rest"
+                ),
+            ));
+        }
+    }
+    if predicates.is_empty() {
+        return Ok(None);
+    }
+    imported.notes.push(format!(
+        "retry_host_predicate previous_hosts: a retry's pick of a host already tried is drawn again, up to {attempts} times (previous_hosts = {attempts}; it matters at a fleet)"
+    ));
+    Ok(Some(attempts))
 }
 
 /// The cluster's limit on concurrent retries: its retry budget, or `max_retries`.

@@ -41,6 +41,8 @@ pub struct Imported {
     pub deadline: Option<Duration>,
     /// Client-side controls.
     pub controls: Vec<ControlSpec>,
+    /// A retry avoids the hosts its call tried, drawing again up to this many times.
+    pub previous_hosts: Option<u64>,
     /// Hedging instead of retries.
     pub hedging: Option<Hedging>,
     /// How the config was mapped, for the reader.
@@ -70,6 +72,7 @@ impl Imported {
                 retry_after: &mut policy.retry_after,
                 hedging: &mut policy.hedging,
                 controls: &mut policy.controls,
+                previous_hosts: &mut policy.previous_hosts,
             },
             &free,
         );
@@ -98,6 +101,7 @@ impl Imported {
                 retry_after: &mut retry.retry_after,
                 hedging: &mut retry.hedging,
                 controls: &mut retry.controls,
+                previous_hosts: &mut retry.previous_hosts,
             },
             &free,
         );
@@ -135,6 +139,9 @@ impl Imported {
         if let (Some(hedging), true) = (&self.hedging, free("hedging")) {
             *target.hedging = Some(toml::Spanned::new(0..0, hedging.clone()));
         }
+        if let (Some(attempts), true) = (self.previous_hosts, free("previous_hosts")) {
+            *target.previous_hosts = Bounded(attempts);
+        }
         if free("controls") {
             *target.controls = self
                 .controls
@@ -157,4 +164,5 @@ struct Shared<'a> {
     retry_after: &'a mut RetryAfterMode,
     hedging: &'a mut Option<toml::Spanned<Hedging>>,
     controls: &'a mut Vec<toml::Spanned<ControlSpec>>,
+    previous_hosts: &'a mut Bounded<0, 100>,
 }

@@ -104,6 +104,22 @@ fn an_envoy_retry_policy_maps_to_its_clients_behaviour() {
             min_concurrency: 3
         })
     );
+    // Envoy's previous_hosts predicate with host_selection_retry_max_attempts: the policy's
+    // previous_hosts; without the attempts, Envoy's default of 1.
+    let avoiding = |attempts: &str| {
+        model_importing(
+            "hosts.yaml",
+            &format!(
+                "retry_policy:\n  retry_on: 5xx\n  retry_host_predicate:\n    - name: envoy.retry_host_predicates.previous_hosts\n{attempts}"
+            ),
+        )
+        .users
+        .policy
+        .previous_hosts
+    };
+    assert_eq!(avoiding("  host_selection_retry_max_attempts: 3\n"), 3);
+    assert_eq!(avoiding(""), 1);
+    assert_eq!(policy.previous_hosts, 0);
     // Envoy's default max_requests: 1024 requests in flight per Envoy; a written one wins.
     assert_eq!(
         policy.controls[1].config,
@@ -285,8 +301,14 @@ fn unmodelled_settings_are_refused_by_name() {
         &["retry_policy.retry_on", "required"],
     );
     assert_contains(
-        &envoy("retry_policy:\n  retry_on: 5xx\n  retry_host_predicate: []\n"),
-        &["retry_policy.retry_host_predicate", "one host"],
+        &envoy(
+            "retry_policy:\n  retry_on: 5xx\n  retry_host_predicate:\n    - name: envoy.retry_host_predicates.omit_canary_hosts\n",
+        ),
+        &[
+            "retry_policy.retry_host_predicate[0].name",
+            "not simulated",
+            "previous_hosts",
+        ],
     );
     assert_contains(
         &envoy(
