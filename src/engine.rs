@@ -113,6 +113,7 @@ pub mod event_queue;
 mod hedging;
 pub mod idempotency;
 pub mod outlier;
+mod ring_hash;
 mod server;
 pub mod service;
 

@@ -14,6 +14,9 @@
 //! - **least request**: `choice_count` uniform draws with replacement, the host with the
 //!   fewest requests this scope has outstanding kept, the earlier draw on a tie. A host that
 //!   fails fast has few outstanding and attracts load.
+//! - **ring hash**: the user client's hash on a ring ([`super::ring_hash`]): one user's
+//!   requests always reach the same host, retries included unless `previous_hosts` moves
+//!   them along the ring, so a dead host fails the same users every time.
 //!
 //! A retry may avoid the hosts its call already tried (Envoy's `previous_hosts` predicate): a
 //! pick of one is drawn again (the next host, for round robin), up to `previous_hosts` times,
@@ -23,6 +26,7 @@
 //! Every draw is the request's own (`Draw::Host`), so picking moves no other draw.
 
 use super::outlier::OutlierDetector;
+use super::ring_hash::Ring;
 use crate::base::random::Random;
 use crate::base::time::Micros;
 use crate::model::FleetModel;
@@ -79,6 +83,9 @@ pub(super) struct Fleet {
     detectors: Vec<OutlierDetector>,
     /// The hosts a pick may choose from, reused (with outlier detection).
     usable: Vec<u16>,
+    /// The ring (ring hash only), the same for every scope: every caller builds it from the
+    /// same hosts.
+    ring: Option<Ring>,
 }
 
 impl Fleet {
@@ -99,6 +106,7 @@ impl Fleet {
                 _ => Vec::new(),
             },
             usable: Vec::new(),
+            ring: (many && balancer == Balancer::RingHash).then(|| Ring::new(instances)),
             next: if many && balancer == Balancer::RoundRobin {
                 vec![u32::MAX; scopes]
             } else {
@@ -117,14 +125,14 @@ impl Fleet {
         !self.outstanding.is_empty()
     }
 
-    /// The host scope `scope` picks at `now` for a request whose draws are `draws`, avoiding
-    /// `tried` up to `reselections` times, and the hosts its outlier detection has ejected
-    /// unless it is in panic.
+    /// The host scope `scope` picks at `now` for a request of user client `user` whose draws
+    /// are `draws`, avoiding `tried` up to `reselections` times, and the hosts its outlier
+    /// detection has ejected unless it is in panic.
     pub(super) fn pick(
         &mut self,
         scope: usize,
         now: Micros,
-        draws: &mut impl Random,
+        (user, draws): (u32, &mut impl Random),
         tried: &Tried,
         reselections: u32,
     ) -> u16 {
@@ -144,17 +152,23 @@ impl Fleet {
                 self.usable.clear();
             }
         }
-        let mut host = self.pick_once(scope, draws);
+        let mut host = self.pick_once(scope, draws, (user, 0));
         let mut again = 0;
         while again < reselections && tried.contains(host) {
-            host = self.pick_once(scope, draws);
             again += 1;
+            host = self.pick_once(scope, draws, (user, again));
         }
         host
     }
 
-    /// One pick among the usable hosts.
-    fn pick_once(&mut self, scope: usize, draws: &mut impl Random) -> u16 {
+    /// One pick among the usable hosts; ring hash picks for `user`, `attempt` entries past its
+    /// place.
+    fn pick_once(
+        &mut self,
+        scope: usize,
+        draws: &mut impl Random,
+        (user, attempt): (u32, u32),
+    ) -> u16 {
         let all = u32::from(self.instances);
         let usable = &self.usable;
         let mut draw = || {
@@ -180,6 +194,16 @@ impl Fleet {
                 }
             }
             Balancer::Random => draw(),
+            Balancer::RingHash => {
+                let ring = self.ring.as_ref().expect("a ring-hash fleet has its ring");
+                if usable.is_empty() {
+                    ring.host(user, attempt)
+                } else {
+                    ring.hosts_from(user, attempt)
+                        .find(|host| usable.contains(host))
+                        .expect("some host is usable")
+                }
+            }
             Balancer::LeastRequest => {
                 let row = scope * usize::from(self.instances);
                 let mut best = draw();
@@ -271,7 +295,7 @@ mod tests {
     fn round_robin_cycles_from_a_random_start() {
         let mut fleet = Fleet::new(0, &fleet(5, Balancer::RoundRobin), 2);
         let picks: Vec<u16> = (0..10)
-            .map(|call| fleet.pick(0, 0, &mut draws(call), &Tried::default(), 0))
+            .map(|call| fleet.pick(0, 0, (0, &mut draws(call)), &Tried::default(), 0))
             .collect();
         for (i, pick) in picks.iter().enumerate().skip(1) {
             assert_eq!(*pick, (picks[0] + i as u16) % 5, "{picks:?}");
@@ -287,8 +311,8 @@ mod tests {
         let mut seen = Vec::new();
         for call in 0..4 {
             // Other calls of the scope move its position between this call's attempts.
-            fleet.pick(0, 0, &mut draws(100 + call), &Tried::default(), 0);
-            let host = fleet.pick(0, 0, &mut draws(call), &tried, 4);
+            fleet.pick(0, 0, (0, &mut draws(100 + call)), &Tried::default(), 0);
+            let host = fleet.pick(0, 0, (0, &mut draws(call)), &tried, 4);
             assert!(!seen.contains(&host), "{seen:?} then {host}");
             seen.push(host);
             tried.push(host);
@@ -305,7 +329,7 @@ mod tests {
         }
         let picks = 40_000;
         let on_loaded = (0..picks)
-            .filter(|&call| fleet.pick(0, 0, &mut draws(call), &Tried::default(), 0) == 2)
+            .filter(|&call| fleet.pick(0, 0, (0, &mut draws(call)), &Tried::default(), 0) == 2)
             .count() as f64;
         // Binomial(40,000, 1/16): mean 2,500, sd 48.4; 5 sd either side.
         assert!((on_loaded - 2500.0).abs() < 5.0 * 48.4, "{on_loaded}");

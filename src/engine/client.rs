@@ -375,7 +375,7 @@ impl<O: Observer> Engine<'_, O> {
             Tried::EMPTY
         };
         let mut draws = self.keyed.draws(Draw::Host, identity);
-        let host = fleet.pick(scope, self.now, &mut draws, &tried, reselections);
+        let host = fleet.pick(scope, self.now, (client, &mut draws), &tried, reselections);
         fleet.sent(scope, host);
         let first = fleet.first;
         if reselections > 0 {

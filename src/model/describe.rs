@@ -180,6 +180,7 @@ impl FleetModel {
             Balancer::RoundRobin => "round robin",
             Balancer::Random => "random",
             Balancer::LeastRequest => "least request",
+            Balancer::RingHash => "ring hash",
         };
         let mut about = vec![balancer.to_string()];
         if self.capacity_instances < self.instances {

@@ -153,6 +153,10 @@ pub enum Balancer {
     /// `choice_count` uniform draws with replacement, the one with the fewest requests this
     /// caller has outstanding kept, the earlier draw on a tie (Envoy `LEAST_REQUEST`).
     LeastRequest,
+    /// The first host at or after the hash of the user client on a ring of 1024 entries at
+    /// least (Envoy `RING_HASH`, hashing a header that names the user): a user's requests
+    /// always reach the same instance.
+    RingHash,
 }
 
 /// Checks a service's `fleet` against itself; `callers` is how many scopes pick its

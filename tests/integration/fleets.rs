@@ -302,3 +302,44 @@ idempotency_key = true"
     assert!(operations > 1000);
     assert_eq!(duplicated, operations);
 }
+
+/// Ring hash sends each user to one instance, retries included (Envoy's `RING_HASH` on a
+/// header naming the user): behind a dead host of ten, the users it holds fail whether they
+/// retry three times or not at all, on the same arrivals, exactly as many; about a tenth of them
+/// (the host's arc of a ring of 1,030 entries). A retry that avoids the hosts tried
+/// (`previous_hosts = 3`) moves along the ring to the next host and almost never fails.
+#[test]
+fn ring_hash_keeps_a_user_on_its_host() {
+    let run = run(&scenario(&fleet(
+        "capacity = [{ at = \"0s\", factor = 0.0 }]
+outage = \"reject\"
+fleet = { instances = 10, load_balancer = \"ring-hash\", capacity_instances = 1 }
+[[policy]]
+name = \"three retries\"
+max_attempts = 3
+base = \"10ms\"
+[[policy]]
+name = \"three retries elsewhere\"
+max_attempts = 3
+base = \"10ms\"
+previous_hosts = 3",
+        "max_attempts = 0",
+    )));
+    // The helper's own policy, without retries, comes last.
+    let failed = |policy: usize| {
+        run.policies[policy]
+            .measurements
+            .failures()
+            .values()
+            .sum::<u64>()
+    };
+    let (three, elsewhere, none) = (failed(0), failed(1), failed(2));
+    let operations = run.policies[2].measurements.operations;
+    let share = none as f64 / operations as f64;
+    assert!((0.05..0.15).contains(&share), "{share}");
+    assert_eq!(three, none);
+    assert!(elsewhere * 20 < none, "{elsewhere} of {none}");
+    eprintln!(
+        "ring hash, dead host of 10: {none} of {operations} failed without retries and with three; {elsewhere} with previous_hosts"
+    );
+}
