@@ -626,6 +626,7 @@ impl Link {
     }
 
     /// Whether every message on the link takes the same time.
+    #[inline]
     pub fn constant_latency(&self) -> bool {
         matches!(self.latency, Distribution::Constant(_))
     }

@@ -80,7 +80,7 @@ impl<O: Observer> Engine<'_, O> {
     /// The first words of the draws of request `identity` on `link`, computed as it is sent
     /// if its latency draws: a constant latency draws nothing, and the words a request needs
     /// later (for a cache, or a retry decision) are then computed when it needs them.
-    #[inline]
+    #[inline(always)]
     pub(super) fn request_words_at_send(
         &self,
         link: LinkId,
