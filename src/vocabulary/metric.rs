@@ -11,7 +11,7 @@
 mod named;
 
 use crate::base::time::{MICROS_PER_SECOND, Micros};
-use crate::vocabulary::counts::{BucketCounts, HealthCounts, ServiceBucket};
+use crate::vocabulary::counts::{BucketCounts, HealthCounts, InstanceTotals, ServiceBucket};
 
 pub use named::{
     AT, NamedMetric, WINDOW_METRICS, check_name, claim_direction, direction, domain, metric_value,
@@ -654,6 +654,9 @@ pub struct ServiceSummary {
     pub wasted_work_s: f64,
     /// Its counts over the whole run.
     pub totals: ServiceBucket,
+    /// A fleet's instances, each one's counts over the whole run, in order (empty outside a
+    /// fleet).
+    pub instances: Vec<InstanceTotals>,
 }
 
 /// When the system counts as healthy: over a `window` of time, at most `max_failed` of the
