@@ -28,7 +28,7 @@ use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::{
-    METRICS, SERVICE_METRICS, ServiceSummary, Unit, format_metric, metric_names,
+    INSTANCE_METRICS, METRICS, SERVICE_METRICS, ServiceSummary, Unit, format_metric, metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -370,7 +370,7 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its
 /// amplification relative to user operations, its counts over the run, its peaks, its wasted and
 /// rejection work), counts as integers and the others rounded to six decimals; for a fleet,
-/// each instance's requests, served, refused, crashes and time down as `instances`.
+/// each instance's index and every metric of [`INSTANCE_METRICS`] as `instances`.
 fn service_block(service: &ServiceSummary) -> Value {
     let mut block = Map::new();
     block.insert("service".into(), json!(service.name));
@@ -384,16 +384,13 @@ fn service_block(service: &ServiceSummary) -> Value {
             .iter()
             .enumerate()
             .map(|(index, instance)| {
-                let counts = &instance.counts;
-                json!({
-                    "instance": index,
-                    "requests": counts.requests(),
-                    "served": counts.served,
-                    "refused": counts.rejected(),
-                    "crashes": counts.crashes,
-                    "down_s": json_value(Unit::Number, instance.down_us as f64 / MICROS_PER_SECOND as f64),
-                    "ejected_s": json_value(Unit::Number, instance.ejected_us as f64 / MICROS_PER_SECOND as f64),
-                })
+                let mut entry = Map::new();
+                entry.insert("instance".into(), json!(index));
+                for metric in &INSTANCE_METRICS {
+                    let value = (metric.value)(instance);
+                    entry.insert(metric.name.into(), json_value(metric.unit, value));
+                }
+                Value::Object(entry)
             })
             .collect();
         block.insert("instances".into(), Value::Array(instances));
