@@ -311,12 +311,7 @@ fn draw_load_and_fleets<DB: DrawingBackend>(
     data: &ChartData,
 ) -> DrawResult<DB> {
     let height = body.dim_in_pixel().1;
-    let sections: u32 = data
-        .fleets
-        .iter()
-        .map(|_| fleet_section_height(data.policies.len()))
-        .sum();
-    let (load, mut rest) = body.split_vertically(height - sections);
+    let (load, mut rest) = body.split_vertically(height - data.fleet_sections_height());
     draw_body(&load, Chart::Load, data, 1.0)?;
     for fleet in &data.fleets {
         let (section, below) = rest.split_vertically(fleet_section_height(data.policies.len()));
@@ -1440,12 +1435,12 @@ impl ChartData {
         if chart != Chart::Load {
             return (width, height);
         }
-        let sections: u32 = self
-            .fleets
-            .iter()
-            .map(|_| fleet_section_height(self.policies.len()))
-            .sum();
-        (width, height + sections)
+        (width, height + self.fleet_sections_height())
+    }
+
+    /// The height of the load chart's fleet sections, all together.
+    fn fleet_sections_height(&self) -> u32 {
+        self.fleets.len() as u32 * fleet_section_height(self.policies.len())
     }
 
     /// The panels of `fleet`, one per policy: the requests per second sent to each instance,

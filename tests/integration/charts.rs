@@ -10,9 +10,14 @@ use retrystorm::output::charts::{CHART_SIZE, Chart, Format, OVERVIEW_SIZE};
 const POLICIES: [&str; 2] = ["no jitter", "full jitter"];
 
 fn run(out: &Path, extra: &[&str]) {
+    run_scenario("scenarios/thundering-herd.toml", out, extra);
+}
+
+/// Runs `scenario` (a path from the repository's root) into `out`.
+fn run_scenario(scenario: &str, out: &Path, extra: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", "scenarios/thundering-herd.toml", "--out"])
+        .args(["run", scenario, "--out"])
         .arg(out)
         .args(extra)
         .output()
@@ -326,17 +331,7 @@ fn the_overview_has_no_empty_panel() {
 #[test]
 fn a_fleet_gets_a_section_of_the_load_chart() {
     let out = fresh("charts-fleet");
-    let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", "scenarios/one-bad-host.toml", "--out"])
-        .arg(&out)
-        .output()
-        .expect("retrystorm runs");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    run_scenario("scenarios/one-bad-host.toml", &out, &[]);
     let folder = out.join("one-bad-host");
     let (width, height, _) = decode(&folder.join("load.png"));
     assert_eq!(
