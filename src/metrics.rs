@@ -159,6 +159,7 @@ impl Measurements {
                     peak_queue_len: service.peak_queue_len,
                     wasted_work_s: totals.wasted_work_us as f64 / MICROS_PER_SECOND as f64,
                     totals,
+                    instances: service.instances.clone(),
                 }
             })
             .collect()

@@ -24,12 +24,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value, json};
 
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
-use crate::engine::counters::InstanceTotals;
 use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::{
-    METRICS, SERVICE_METRICS, ServiceSummary, Unit, format_metric, metric_names,
+    INSTANCE_METRICS, METRICS, SERVICE_METRICS, ServiceSummary, Unit, format_metric, metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -353,11 +352,7 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 .map(|(reason, count)| (reason.name().to_string(), json!(count)))
                 .collect();
             object.insert("failures".into(), Value::Object(failures));
-            let blocks = policy
-                .services
-                .iter()
-                .zip(&measurements.services)
-                .map(|(service, measured)| service_block(service, &measured.instances));
+            let blocks = policy.services.iter().map(service_block);
             if run.has_topology() {
                 object.insert("services".into(), Value::Array(blocks.collect()));
             } else {
@@ -375,29 +370,27 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its
 /// amplification relative to user operations, its counts over the run, its peaks, its wasted and
 /// rejection work), counts as integers and the others rounded to six decimals; for a fleet,
-/// each instance's requests, served, refused, crashes and time down as `instances`.
-fn service_block(service: &ServiceSummary, instances: &[InstanceTotals]) -> Value {
+/// each instance's index and every metric of [`INSTANCE_METRICS`] as `instances`.
+fn service_block(service: &ServiceSummary) -> Value {
     let mut block = Map::new();
     block.insert("service".into(), json!(service.name));
     for metric in &SERVICE_METRICS {
         let value = (metric.value)(service);
         block.insert(metric.name.into(), json_value(metric.unit, value));
     }
-    if !instances.is_empty() {
-        let instances = instances
+    if !service.instances.is_empty() {
+        let instances = service
+            .instances
             .iter()
             .enumerate()
             .map(|(index, instance)| {
-                let counts = &instance.counts;
-                json!({
-                    "instance": index,
-                    "requests": counts.requests(),
-                    "served": counts.served,
-                    "refused": counts.rejected(),
-                    "crashes": counts.crashes,
-                    "down_s": json_value(Unit::Number, instance.down_us as f64 / MICROS_PER_SECOND as f64),
-                    "ejected_s": json_value(Unit::Number, instance.ejected_us as f64 / MICROS_PER_SECOND as f64),
-                })
+                let mut entry = Map::new();
+                entry.insert("instance".into(), json!(index));
+                for metric in &INSTANCE_METRICS {
+                    let value = (metric.value)(instance);
+                    entry.insert(metric.name.into(), json_value(metric.unit, value));
+                }
+                Value::Object(entry)
             })
             .collect();
         block.insert("instances".into(), Value::Array(instances));

@@ -918,6 +918,21 @@ impl Scenario {
         }
     }
 
+    /// Each service's name and instances (1 outside a fleet), in [`Scenario::services`]'s
+    /// order: what a metric's name may name (`refused@api#0`).
+    pub fn service_shapes(&self) -> Vec<crate::vocabulary::metric::ServiceShape<'_>> {
+        self.services()
+            .into_iter()
+            .map(|service| crate::vocabulary::metric::ServiceShape {
+                name: service.name(),
+                instances: service
+                    .fleet
+                    .as_ref()
+                    .map_or(1, |fleet| fleet.get_ref().instances.get()),
+            })
+            .collect()
+    }
+
     /// The index in [`Scenario::services`] of the service the clients call.
     pub fn entry(&self) -> usize {
         let named = self.clients.calls.as_ref().map(|name| name.get_ref());

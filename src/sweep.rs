@@ -39,7 +39,7 @@ use crate::model::Model;
 use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
 use crate::scenario::{ConfigSource, Override, Scenario, ScenarioError, load_with_configs};
-use crate::vocabulary::metric::{Better, METRICS, NamedMetric};
+use crate::vocabulary::metric::{Better, METRICS, NamedMetric, ServiceShape};
 
 pub use crate::vocabulary::metric::parse_metric;
 pub use requirement::Requirement;
@@ -608,11 +608,14 @@ impl SweepSpec {
             .collect::<Result<Vec<_>, _>>()?;
         let base = self.load(None, reading).map_err(SweepError::Scenario)?;
         let services = service_names(&base);
+        let sizes = tuned_sizes(&base, &self.policy);
+        let shapes = shapes_of(&sizes);
         for (requirement, text) in requirements.iter().zip(&self.requirements) {
-            NamedMetric::resolve(&requirement.metric, &services)
+            NamedMetric::resolve(&requirement.metric, &shapes)
                 .map_err(|error| definition(format!("--require {text}: {error}")))?;
         }
-        let objective = self.objective(&services)?;
+        let objective = self.objective(&shapes)?;
+        let asked = asked_columns(&self.asked_names(), &shapes);
         if let Some(tuned) = base
             .policy
             .iter()
@@ -660,6 +663,16 @@ impl SweepSpec {
                         services.join(", ")
                     )));
                 }
+                // And the instances the asked metrics name (a grid may resize a fleet).
+                let sizes = tuned_sizes(&scenario, &self.policy);
+                for metric in &asked {
+                    NamedMetric::resolve(&metric.name, &shapes_of(&sizes)).map_err(|error| {
+                        definition(format!(
+                            "point {point} ({}): {error}; every point must have the fleets and instances the requirements and the objective name",
+                            self.describe_point(point)
+                        ))
+                    })?;
+                }
                 let mut cost = Estimate::of(&scenario, 1).policies;
                 Ok(cost.pop().expect("a point has the tuned policy"))
             })
@@ -672,20 +685,39 @@ impl SweepSpec {
             costs,
             requirements,
             objective,
-            columns: NamedMetric::all(&services),
+            columns: NamedMetric::all(&services)
+                .into_iter()
+                .chain(asked)
+                .collect(),
         })
     }
 
     /// Every metric of a point's runs, in the order of `results.csv`, as [`SweepSpec::prepare`]
     /// lists them.
     pub fn columns(&self) -> Result<Vec<NamedMetric>, SweepError> {
-        Ok(NamedMetric::all(&service_names(&self.base_scenario()?)))
+        let base = self.base_scenario()?;
+        let sizes = tuned_sizes(&base, &self.policy);
+        let asked = asked_columns(&self.asked_names(), &shapes_of(&sizes));
+        Ok(NamedMetric::all(&service_names(&base))
+            .into_iter()
+            .chain(asked)
+            .collect())
+    }
+
+    /// The metrics the requirements and the objective name, in that order.
+    fn asked_names(&self) -> Vec<String> {
+        self.requirements
+            .iter()
+            .filter_map(|text| text.parse::<Requirement>().ok())
+            .map(|requirement| requirement.metric)
+            .chain(self.minimize.iter().chain(&self.maximize).cloned())
+            .collect()
     }
 
     /// The metric of `--minimize` or `--maximize`, with the direction asked for. A metric
     /// better the other way is refused: minimising the success rate recommends the worst
     /// point. A metric without a direction (`operations`, `served@db`) takes the flag's.
-    fn objective(&self, services: &[&str]) -> Result<Option<NamedMetric>, SweepError> {
+    fn objective(&self, services: &[ServiceShape]) -> Result<Option<NamedMetric>, SweepError> {
         let (flag, name, better) = match (&self.minimize, &self.maximize) {
             (Some(_), Some(_)) => {
                 return Err(SweepError::Definition(
@@ -729,6 +761,50 @@ fn shell_word(word: &str) -> String {
     } else {
         format!("'{}'", word.replace('\'', "'\\''"))
     }
+}
+
+/// The metrics of `names` that a sweep records only when asked ([`NamedMetric::of_fleet`]:
+/// a fleet's, an instance's), each once, in the order named; names that do not resolve are left
+/// out (the sweep refused them when it was prepared).
+fn asked_columns(names: &[String], services: &[ServiceShape]) -> Vec<NamedMetric> {
+    let mut asked: Vec<NamedMetric> = Vec::new();
+    for name in names {
+        if let Ok(metric) = NamedMetric::resolve(name, services)
+            && metric.of_fleet()
+            && !asked.iter().any(|known| known.name == metric.name)
+        {
+            asked.push(metric);
+        }
+    }
+    asked
+}
+
+/// Each service's name and instances as `policy` runs the scenario (its overrides applied; the
+/// scenario as it is if it has no such policy).
+fn tuned_sizes(scenario: &Scenario, policy: &str) -> Vec<(String, u64)> {
+    let tuned = scenario
+        .policy
+        .iter()
+        .find(|candidate| *candidate.name.get_ref() == policy);
+    let run = match tuned {
+        Some(tuned) => scenario.for_policy(tuned),
+        None => std::borrow::Cow::Borrowed(scenario),
+    };
+    run.service_shapes()
+        .iter()
+        .map(|shape| (shape.name.to_string(), shape.instances))
+        .collect()
+}
+
+/// `sizes` as the shapes a metric's name is resolved against.
+fn shapes_of(sizes: &[(String, u64)]) -> Vec<ServiceShape<'_>> {
+    sizes
+        .iter()
+        .map(|(name, instances)| ServiceShape {
+            name,
+            instances: *instances,
+        })
+        .collect()
 }
 
 /// The names of a scenario's services, in its order.

@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use crate::base::histogram::Histogram;
 use crate::base::time::Micros;
 use crate::engine::downtime::Downtime;
+pub use crate::vocabulary::counts::InstanceTotals;
 use crate::vocabulary::counts::{BucketCounts, HealthCounts, ServiceBucket, health_step};
 use crate::vocabulary::outcome::FailureReason;
 
@@ -121,17 +122,10 @@ pub struct ServiceMeasurements {
     /// A fleet's instances, each one's counts over the whole run, in order (empty outside a
     /// fleet).
     pub instances: Vec<InstanceTotals>,
-}
-
-/// One instance of a fleet over the whole run.
-#[derive(Debug, Clone, Default)]
-pub struct InstanceTotals {
-    /// Its counts (the end-of-bucket state fields are zero).
-    pub counts: ServiceBucket,
-    /// The time it was down after crashing under overload.
-    pub down_us: Micros,
-    /// The time its callers' outlier detection kept it ejected, on average over the callers.
-    pub ejected_us: Micros,
+    /// A fleet's instances, the requests sent to each per bucket, in order (empty outside a
+    /// fleet): what the load chart draws per instance. One number per instance and bucket,
+    /// against the whole [`ServiceBucket`] per instance and bucket the run already kept.
+    pub instance_requests: Vec<Vec<u64>>,
 }
 
 impl ServiceMeasurements {
@@ -148,6 +142,7 @@ impl ServiceMeasurements {
                 downtime: service.downtime,
                 peak_queue_len: service.peak_queue_len,
                 instances: Vec::new(),
+                instance_requests: Vec::new(),
             };
         }
         let name = fleet[0].name.clone();
@@ -200,6 +195,10 @@ impl ServiceMeasurements {
             buckets,
             downtime,
             peak_queue_len: peak_queue_len.unwrap_or(0),
+            instance_requests: instances
+                .iter()
+                .map(|buckets| buckets.iter().map(ServiceBucket::requests).collect())
+                .collect(),
             instances: instances
                 .iter()
                 .zip(down)

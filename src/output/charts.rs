@@ -29,6 +29,7 @@ use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
+use crate::engine::counters::ServiceMeasurements;
 use crate::engine::downtime::merge_close;
 use crate::model::ServiceModel;
 use crate::run::ScenarioRun;
@@ -186,7 +187,7 @@ impl Charts {
                 chart,
                 data: &self.data,
             },
-            chart.size(),
+            self.data.size(chart),
             format,
             chart.name(),
         )
@@ -293,10 +294,31 @@ fn draw<DB: DrawingBackend>(
         single => {
             let title = format!("{}: {}", data.scenario, chart_title(single, data));
             let body = titled(root, &title, 30)?;
-            draw_body(&body, single, data, 1.0)
+            if single == Chart::Load && !data.fleets.is_empty() {
+                draw_load_and_fleets(&body, data)
+            } else {
+                draw_body(&body, single, data, 1.0)
+            }
         }
     };
     result.map_err(chart_error)
+}
+
+/// The load chart of a run with fleets: the load as without them, at the same size, then a
+/// section per fleet below ([`draw_fleet`]).
+fn draw_load_and_fleets<DB: DrawingBackend>(
+    body: &DrawingArea<DB, Shift>,
+    data: &ChartData,
+) -> DrawResult<DB> {
+    let height = body.dim_in_pixel().1;
+    let (load, mut rest) = body.split_vertically(height - data.fleet_sections_height());
+    draw_body(&load, Chart::Load, data, 1.0)?;
+    for fleet in &data.fleets {
+        let (section, below) = rest.split_vertically(fleet_section_height(data.policies.len()));
+        draw_fleet(&section, fleet, data)?;
+        rest = below;
+    }
+    Ok(())
 }
 
 fn chart_title(chart: Chart, data: &ChartData) -> &'static str {
@@ -470,6 +492,9 @@ struct Series {
     /// A legend entry for shading rather than a line (drawn as a block of that shading, with
     /// no points of its own).
     block: Option<Block>,
+    /// Whether a line in a policy's colour is that policy's, marked with its marker (not a
+    /// fleet's instance, whose colour is the instance's).
+    marked: bool,
     /// Points in order of x; `None` breaks the line (no data in that bucket).
     points: Points,
 }
@@ -512,6 +537,18 @@ struct Panel {
     /// Legend entries that stand for a style rather than a line of their own (no points),
     /// after the lines' own entries: a key to what a colour or a dash means.
     key: Vec<Series>,
+    /// Ranges shaded under the lines (linear panels only): a fleet's instances' spread.
+    bands: Vec<Band>,
+    /// The highest value of the panels drawn beside this one, so that all share a y axis.
+    shared_max: Option<f64>,
+}
+
+/// A range shaded from a low line to a high one, in one colour.
+#[derive(Debug, Clone)]
+struct Band {
+    colour: RGBColor,
+    /// Points in order of x: x, low, high.
+    points: Vec<(f64, f64, f64)>,
 }
 
 impl Panel {
@@ -595,6 +632,7 @@ fn draw_panel<DB: DrawingBackend>(
             dashed: false,
             reference: false,
             block: Some(Block::Filled),
+            marked: false,
             points: Vec::new(),
         });
     }
@@ -605,6 +643,7 @@ fn draw_panel<DB: DrawingBackend>(
             dashed: false,
             reference: false,
             block: Some(Block::Hatched),
+            marked: false,
             points: Vec::new(),
         });
     }
@@ -711,6 +750,12 @@ fn draw_panel<DB: DrawingBackend>(
         }
         if let Some(drain) = panel.drain {
             draw_drain(&chart, drain, 0.0, scale)?;
+        }
+        for band in &panel.bands {
+            let mut outline: Vec<(f64, f64)> =
+                band.points.iter().map(|&(x, _, high)| (x, high)).collect();
+            outline.extend(band.points.iter().rev().map(|&(x, low, _)| (x, low)));
+            chart.draw_series([Polygon::new(outline, band.colour.filled())])?;
         }
         let pixel_s = x_end / f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
         for outage in merged_at(&panel.outages, pixel_s) {
@@ -909,7 +954,7 @@ fn marker<DB: DrawingBackend, C: Copy + 'static>(
 impl Series {
     /// The policy whose data this line is (its colour is the policy's), if any.
     fn policy(&self) -> Option<usize> {
-        if self.reference || self.block.is_some() {
+        if self.reference || self.block.is_some() || !self.marked {
             return None;
         }
         PALETTE.iter().position(|colour| *colour == self.colour)
@@ -1082,6 +1127,118 @@ struct ChartData {
     methods: Vec<String>,
     /// The entry service's rate limit for all clients together, requests per second.
     rate_limit_rps: Option<f64>,
+    /// The services run as several instances in some policy's run, in the model's order.
+    fleets: Vec<FleetData>,
+}
+
+/// A service run as several instances: the requests sent to each, per policy, for the load
+/// chart's fleet panels ([`ChartData::fleet_panels`]).
+struct FleetData {
+    name: String,
+    /// Its instances in each policy's run (1 where a policy's overrides make it one).
+    instances: Vec<usize>,
+    /// Per policy, in order.
+    policies: Vec<InstanceLoad>,
+}
+
+/// The requests per second sent to a fleet's instances in one policy's run, per bucket.
+enum InstanceLoad {
+    /// Each instance's, for a fleet of at most [`MAX_INSTANCE_LINES`] instances in every
+    /// policy.
+    Lines(Vec<Vec<f64>>),
+    /// The least loaded instance's, the median's and the most loaded's, for a larger fleet.
+    Band(Vec<(f64, f64, f64)>),
+}
+
+/// A fleet of at most this many instances draws a line per instance; a larger one a band.
+pub(crate) const MAX_INSTANCE_LINES: usize = 10;
+
+/// The fleets of `run` ([`FleetData`]), requests counted per bucket of `bucket_s` seconds.
+fn fleets_of(run: &ScenarioRun, bucket_s: f64) -> Vec<FleetData> {
+    let services = run
+        .policies
+        .first()
+        .map_or(0, |policy| policy.measurements.services.len());
+    let per_second = |count: u64| count as f64 / bucket_s;
+    (0..services)
+        .filter_map(|index| {
+            let measured: Vec<&ServiceMeasurements> = run
+                .policies
+                .iter()
+                .map(|policy| &policy.measurements.services[index])
+                .collect();
+            if measured.iter().all(|service| service.instances.is_empty()) {
+                return None;
+            }
+            let instances: Vec<usize> = measured
+                .iter()
+                .map(|service| service.instance_requests.len().max(1))
+                .collect();
+            let lines = instances.iter().all(|&count| count <= MAX_INSTANCE_LINES);
+            let policies = measured
+                .iter()
+                .map(|service| {
+                    // A policy that runs the service as one instance: its requests are its one
+                    // instance's.
+                    let whole: Vec<u64>;
+                    let each: Vec<&[u64]> = if service.instance_requests.is_empty() {
+                        whole = service
+                            .buckets
+                            .iter()
+                            .map(ServiceBucket::requests)
+                            .collect();
+                        vec![&whole]
+                    } else {
+                        service
+                            .instance_requests
+                            .iter()
+                            .map(Vec::as_slice)
+                            .collect()
+                    };
+                    if lines {
+                        return InstanceLoad::Lines(
+                            each.iter()
+                                .map(|counts| {
+                                    counts.iter().map(|&count| per_second(count)).collect()
+                                })
+                                .collect(),
+                        );
+                    }
+                    let buckets = each.iter().map(|counts| counts.len()).max().unwrap_or(0);
+                    let mut sorted = Vec::with_capacity(each.len());
+                    InstanceLoad::Band(
+                        (0..buckets)
+                            .map(|bucket| {
+                                sorted.clear();
+                                sorted.extend(
+                                    each.iter()
+                                        .map(|counts| counts.get(bucket).copied().unwrap_or(0)),
+                                );
+                                sorted.sort_unstable();
+                                let middle = sorted.len() / 2;
+                                let median = if sorted.len() % 2 == 1 {
+                                    per_second(sorted[middle])
+                                } else {
+                                    (per_second(sorted[middle - 1]) + per_second(sorted[middle]))
+                                        / 2.0
+                                };
+                                (
+                                    per_second(sorted[0]),
+                                    median,
+                                    per_second(sorted[sorted.len() - 1]),
+                                )
+                            })
+                            .collect(),
+                    )
+                })
+                .collect();
+            Some(FleetData {
+                name: measured[0].name.clone(),
+                instances,
+                policies,
+            })
+        })
+        .collect()
 }
 
 struct PolicyData {
@@ -1267,7 +1424,127 @@ impl ChartData {
                 .as_ref()
                 .filter(|limit| !limit.per_client)
                 .map(|limit| limit.rate),
+            fleets: fleets_of(run, bucket_s),
         }
+    }
+
+    /// The size of `chart`: the load chart grows by a section per fleet
+    /// ([`fleet_section_height`]), every other chart has its fixed size.
+    fn size(&self, chart: Chart) -> (u32, u32) {
+        let (width, height) = chart.size();
+        if chart != Chart::Load {
+            return (width, height);
+        }
+        (width, height + self.fleet_sections_height())
+    }
+
+    /// The height of the load chart's fleet sections, all together.
+    fn fleet_sections_height(&self) -> u32 {
+        self.fleets.len() as u32 * fleet_section_height(self.policies.len())
+    }
+
+    /// The panels of `fleet`, one per policy: the requests per second sent to each instance,
+    /// a line per instance in its colour ([`instance_colour`]), or, for a fleet of more than
+    /// [`MAX_INSTANCE_LINES`], the range from its least to its most loaded instance shaded in
+    /// the policy's colour, with the median instance's line. They share a y axis, so that the
+    /// policies' balance compares at a glance; the time axis is labelled under the last row.
+    fn fleet_panels(&self, fleet: &FleetData) -> Vec<Panel> {
+        let highest = fleet
+            .policies
+            .iter()
+            .flat_map(|load| match load {
+                InstanceLoad::Lines(lines) => lines.iter().flatten().copied().collect::<Vec<_>>(),
+                InstanceLoad::Band(band) => band.iter().map(|&(_, _, high)| high).collect(),
+            })
+            .fold(0.0, f64::max);
+        let columns = fleet_columns(fleet.policies.len());
+        fleet
+            .policies
+            .iter()
+            .enumerate()
+            .map(|(policy, load)| {
+                let (series, bands) = match load {
+                    InstanceLoad::Lines(lines) => (
+                        lines
+                            .iter()
+                            .enumerate()
+                            .map(|(instance, values)| Series {
+                                dashed: instance >= PALETTE.len(),
+                                marked: false,
+                                ..self.series(
+                                    String::new(),
+                                    instance_colour(instance),
+                                    false,
+                                    values.iter().map(|&value| Some(value)),
+                                )
+                            })
+                            .collect(),
+                        Vec::new(),
+                    ),
+                    InstanceLoad::Band(band) => (
+                        vec![Series {
+                            marked: false,
+                            ..self.series(
+                                String::new(),
+                                policy_colour(policy),
+                                false,
+                                band.iter().map(|&(_, median, _)| Some(median)),
+                            )
+                        }],
+                        vec![Band {
+                            colour: tint(policy_colour(policy)),
+                            points: self
+                                .times
+                                .iter()
+                                .zip(band)
+                                .map(|(&x, &(low, _, high))| (x, low, high))
+                                .collect(),
+                        }],
+                    ),
+                };
+                Panel {
+                    legend: false,
+                    time_label: policy + columns >= fleet.policies.len(),
+                    outages: self
+                        .outages
+                        .iter()
+                        .filter(|outage| outage.policy == policy)
+                        .copied()
+                        .collect(),
+                    bands,
+                    shared_max: Some(highest),
+                    ..self.panel("requests/s", series)
+                }
+            })
+            .collect()
+    }
+
+    /// The legend of `fleet`'s panels: each instance's line (`#K`, as `METRIC@SERVICE#K`
+    /// names it), or what the band and its line are.
+    fn fleet_legend(&self, fleet: &FleetData) -> Vec<Series> {
+        let most = fleet.instances.iter().copied().max().unwrap_or(1);
+        if matches!(fleet.policies.first(), Some(InstanceLoad::Band(_))) {
+            return vec![
+                Series {
+                    block: Some(Block::Filled),
+                    ..key_entry(
+                        "shaded in the policy's colour: from the least to the most loaded instance",
+                        tint(KEY),
+                        false,
+                    )
+                },
+                key_entry("line: the median instance", KEY, false),
+            ];
+        }
+        (0..most)
+            .map(|instance| {
+                key_entry(
+                    &format!("#{instance}"),
+                    instance_colour(instance),
+                    instance >= PALETTE.len(),
+                )
+            })
+            .collect()
     }
 
     /// Why `chart` has nothing to show, in its sentence, or `None` if it has something.
@@ -1294,6 +1571,7 @@ impl ChartData {
             dashed,
             reference: false,
             block: None,
+            marked: true,
             points: self.times.iter().copied().zip(values).collect(),
         }
     }
@@ -1371,6 +1649,8 @@ impl ChartData {
             empty_note: None,
             note: None,
             key: Vec::new(),
+            bands: Vec::new(),
+            shared_max: None,
         }
     }
 
@@ -1554,6 +1834,7 @@ impl ChartData {
                 dashed: false,
                 reference: false,
                 block: None,
+                marked: true,
                 points: Vec::new(),
             })
             .collect();
@@ -1616,6 +1897,7 @@ fn capacity_series(label: &str, points: &Points) -> Series {
         dashed: true,
         reference: true,
         block: None,
+        marked: false,
         points: points.clone(),
     }
 }
@@ -1628,8 +1910,98 @@ fn key_entry(label: &str, colour: RGBColor, dashed: bool) -> Series {
         dashed,
         reference: true,
         block: None,
+        marked: false,
         points: Vec::new(),
     }
+}
+
+/// The colour of a fleet's instance `index` in its panels: the palette's, in order, dashed from
+/// the eighth on ([`ChartData::fleet_panels`]).
+fn instance_colour(index: usize) -> RGBColor {
+    PALETTE[index % PALETTE.len()]
+}
+
+/// `colour` a third as strong, on white: a band under lines of that colour.
+fn tint(colour: RGBColor) -> RGBColor {
+    let light = |channel: u8| ((u16::from(channel) + 2 * 255) / 3) as u8;
+    RGBColor(light(colour.0), light(colour.1), light(colour.2))
+}
+
+/// The fleet panels' columns for `policies` panels: one row of up to three, two by two for
+/// four, then rows of three.
+fn fleet_columns(policies: usize) -> usize {
+    match policies {
+        0..=3 => policies.max(1),
+        4 => 2,
+        _ => 3,
+    }
+}
+
+/// A fleet section's title strip, legend strip and row of panels, in pixels.
+const FLEET_TITLE: u32 = 44;
+const FLEET_LEGEND: u32 = 30;
+const FLEET_ROW: u32 = 250;
+/// The fleet panels' scale, as the overview's.
+const FLEET_SCALE: f64 = 0.8;
+
+/// The height of a fleet's section of the load chart, with a panel for each of `policies`.
+fn fleet_section_height(policies: usize) -> u32 {
+    let rows = policies.max(1).div_ceil(fleet_columns(policies)) as u32;
+    FLEET_TITLE + FLEET_LEGEND + rows * FLEET_ROW
+}
+
+/// The title of `fleet`'s section: the fleet, its instances and how they are drawn.
+fn fleet_title(fleet: &FleetData) -> String {
+    let fewest = fleet.instances.iter().copied().min().unwrap_or(1);
+    let most = fleet.instances.iter().copied().max().unwrap_or(1);
+    let count = if fewest == most {
+        most.to_string()
+    } else {
+        format!("{fewest} to {most}")
+    };
+    let how = match fleet.policies.first() {
+        Some(InstanceLoad::Band(_)) => "min to max over the instances (band) and the median (line)",
+        _ => "a line per instance",
+    };
+    format!(
+        "Fleet {}: requests/s sent to each of its {count} instances, {how}, per policy",
+        fleet.name
+    )
+}
+
+/// Draws `fleet`'s section of the load chart in `area`: its title, its legend and a panel per
+/// policy, each under the policy's name.
+fn draw_fleet<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    fleet: &FleetData,
+    data: &ChartData,
+) -> DrawResult<DB> {
+    let (title, rest) = area.split_vertically(FLEET_TITLE);
+    title.draw(&Text::new(
+        fleet_title(fleet),
+        (12, 12),
+        (FONT, 22.0).into_font().style(FontStyle::Bold),
+    ))?;
+    let (legend, grid) = rest.split_vertically(FLEET_LEGEND);
+    let entries = data.fleet_legend(fleet);
+    let rows = legend_layout(&legend, &entries, 1.0);
+    draw_legend(&legend, &entries, &rows, 1.0)?;
+    let panels = data.fleet_panels(fleet);
+    let columns = fleet_columns(panels.len());
+    let cells = grid.split_evenly((panels.len().div_ceil(columns), columns));
+    let caption = (FONT, font_size(17.0, 1.0))
+        .into_font()
+        .style(FontStyle::Bold);
+    for ((cell, panel), policy) in cells.iter().zip(&panels).zip(&data.policies) {
+        let (top, body) = cell.split_vertically(24);
+        top.draw(&Text::new(
+            policy.name.clone(),
+            ((126.0 * FLEET_SCALE) as i32, 4),
+            caption.clone(),
+        ))?;
+        draw_panel(&body, panel, FLEET_SCALE)?;
+    }
+    Ok(())
 }
 
 /// A service's capacity (available workers / mean service time, requests per second, the
@@ -1707,14 +2079,28 @@ impl Panel {
                     (max.max(y), if y > 0.0 { min.min(y) } else { min })
                 })
         };
-        let (mut max, min_positive) = extremes(false);
+        let (mut max, mut min_positive) = extremes(false);
         if let Some(headroom) = self.reference_headroom {
             max = max.max(extremes(true).0.min(headroom * max));
+        }
+        for &(_, low, high) in self.bands.iter().flat_map(|band| &band.points) {
+            max = max.max(high);
+            if low > 0.0 {
+                min_positive = min_positive.min(low);
+            }
+        }
+        if let Some(shared) = self.shared_max {
+            max = max.max(shared);
         }
         let x_end = self
             .series
             .iter()
             .flat_map(|line| line.points.last().map(|(x, _)| *x))
+            .chain(
+                self.bands
+                    .iter()
+                    .flat_map(|band| band.points.last().map(|p| p.0)),
+            )
             .chain(self.drain.map(|(_, end)| end))
             .fold(0.0, f64::max)
             .max(1e-3);
@@ -1795,6 +2181,7 @@ mod tests {
                 dashed: false,
                 reference: false,
                 block: None,
+                marked: true,
                 points: values
                     .iter()
                     .enumerate()
@@ -1807,6 +2194,8 @@ mod tests {
             empty_note: None,
             note: None,
             key: Vec::new(),
+            bands: Vec::new(),
+            shared_max: None,
         }
     }
 
@@ -1908,6 +2297,99 @@ capacity = {capacity}
             line[19..21],
             [(19.000001, Some(1100.0)), (19.000001, Some(1000.0))]
         );
+    }
+
+    /// A run of 6,000 operations over 3 s against a fleet of `instances` behind random picks
+    /// (so that instances differ), in buckets of half a second; a second policy runs the
+    /// service as one instance.
+    fn fleet_run(instances: u64) -> ScenarioRun {
+        let text = format!(
+            r#"
+name = "f"
+duration = "3s"
+bucket = "500ms"
+[clients]
+count = 2000
+rate = 1.0
+[upstream]
+workers = 50
+service_time = "2ms"
+fleet = {{ instances = {instances}, load_balancer = "random" }}
+[[policy]]
+name = "fleet"
+max_attempts = 0
+[[policy]]
+name = "one"
+max_attempts = 0
+overrides = {{ "upstream.fleet.instances" = 1 }}
+"#
+        );
+        let scenario = crate::import::load_str(&text, "f.toml", &[]).unwrap();
+        let observers = vec![crate::engine::Quiet; scenario.policy.len()];
+        crate::run::run_scenario(&scenario, observers).unwrap().0
+    }
+
+    /// A fleet of at most ten draws each instance's requests per second, as its run counted
+    /// them per bucket; a larger one the least loaded instance's, the median's (the sixth of
+    /// eleven) and the most loaded's, per bucket. A policy whose overrides make the service
+    /// one instance draws that one; a run without a fleet has no fleet panel, and its load
+    /// chart keeps its size.
+    #[test]
+    fn a_small_fleet_draws_each_instance_and_a_large_one_its_spread() {
+        let small = fleet_run(4);
+        let fleets = fleets_of(&small, 0.5);
+        assert_eq!(
+            (fleets.len(), fleets[0].instances.as_slice()),
+            (1, &[4, 1][..])
+        );
+        let counted = &small.policies[0].measurements.services[0].instance_requests;
+        let InstanceLoad::Lines(lines) = &fleets[0].policies[0] else {
+            panic!("four instances draw lines")
+        };
+        assert_eq!(lines.len(), 4);
+        for (line, counts) in lines.iter().zip(counted) {
+            let doubled: Vec<f64> = counts.iter().map(|&count| 2.0 * count as f64).collect();
+            assert_eq!(*line, doubled);
+        }
+        let InstanceLoad::Lines(one) = &fleets[0].policies[1] else {
+            panic!("lines")
+        };
+        let whole = &small.policies[1].measurements.services[0].buckets;
+        assert_eq!(one.len(), 1);
+        assert_eq!(one[0][1], 2.0 * whole[1].requests() as f64);
+        let large = fleet_run(11);
+        let fleets = fleets_of(&large, 0.5);
+        let InstanceLoad::Band(band) = &fleets[0].policies[0] else {
+            panic!("eleven instances draw a band")
+        };
+        let counted = &large.policies[0].measurements.services[0].instance_requests;
+        for (bucket, &(low, median, high)) in band.iter().enumerate() {
+            let mut counts: Vec<u64> = counted.iter().map(|counts| counts[bucket]).collect();
+            counts.sort_unstable();
+            assert_eq!(
+                (low, median, high),
+                (
+                    2.0 * counts[0] as f64,
+                    2.0 * counts[5] as f64,
+                    2.0 * counts[10] as f64
+                )
+            );
+        }
+        assert!(band[1].0 < band[1].2, "random picks spread: {:?}", band[1]);
+        let data = ChartData::new(&large);
+        assert_eq!(
+            data.size(Chart::Load),
+            (
+                CHART_SIZE.0,
+                CHART_SIZE.1 + FLEET_TITLE + FLEET_LEGEND + FLEET_ROW
+            )
+        );
+        assert_eq!(data.size(Chart::Latency), CHART_SIZE);
+        let mut plain = fleet_run(1);
+        plain.policies.truncate(1);
+        let data = ChartData::new(&plain);
+        assert!(data.fleets.is_empty());
+        assert_eq!(data.size(Chart::Load), CHART_SIZE);
     }
 
     /// A calling service's measured capacity is drawn only where its workers were held at

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 
 use crate::base::escape::html as escape;
 use crate::claims::{evaluate, number};
-use crate::output::charts::{Chart, ChartError, Charts, Format};
+use crate::output::charts::{Chart, ChartError, Charts, Format, MAX_INSTANCE_LINES};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
 use crate::vocabulary::metric::METRICS;
@@ -213,8 +213,22 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
     } else {
         "Attempts per second reaching the upstream, per policy, with the upstream's capacity (dashed grey). The shaded band is the incident (the scenario's [incident], or its capacity away from its starting level). Blocks along the bottom, one row per policy in its colour: the upstream down after crashing under overload in that policy's run."
     };
+    let fleets = run.policies.iter().any(|policy| {
+        policy
+            .measurements
+            .services
+            .iter()
+            .any(|service| !service.instances.is_empty())
+    });
+    let load_caption = if fleets {
+        format!(
+            "{load_caption} Below, for each service run as a fleet, the requests per second sent to each of its instances, one plot per policy on a common scale: a line per instance (#K, as refused@SERVICE#K names it) for a fleet of at most {MAX_INSTANCE_LINES}, or, for a larger one, the range from the least to the most loaded instance shaded in the policy's colour, with the median instance's line."
+        )
+    } else {
+        load_caption.to_string()
+    };
     let captions = [
-        (Chart::Load, load_caption),
+        (Chart::Load, load_caption.as_str()),
         (
             Chart::Latency,
             "Latency of the operations that succeeded in each bucket: p99 solid, p50 dashed, log scale.",

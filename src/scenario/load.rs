@@ -210,12 +210,21 @@ pub fn load_with_configs(
         .map(|item| (item.key.clone(), item.value.clone()))
         .collect();
     for policy in &scenario.policy {
-        apply_overrides(&scenario, &policy.overrides).map_err(|message| {
+        let overridden = apply_overrides(&scenario, &policy.overrides).map_err(|message| {
             source.error_at(
                 policy.overrides.span.clone(),
                 &format!("policy {:?}: overrides: {message}", policy.name.get_ref()),
             )
         })?;
+        if !policy.overrides.is_empty() {
+            super::validate::validate_claims_of_policy(
+                &scenario.expect,
+                policy.name.get_ref(),
+                &overridden.service_shapes(),
+                &scenario.service_shapes(),
+            )
+            .map_err(|(span, message)| source.error_at(span, &message))?;
+        }
     }
     Ok(scenario)
 }
@@ -275,7 +284,12 @@ pub(super) fn apply_overrides(
             flag: "overrides",
         });
     }
-    let text = scenario.to_resolved_toml();
+    // Without the claims: they are the scenario's, checked against each policy's services
+    // once its overrides are applied (`validate_claims_of_policy`), and a claim on another
+    // policy's fleet need not hold of this one's.
+    let mut unclaimed = scenario.clone();
+    unclaimed.expect.clear();
+    let text = unclaimed.to_resolved_toml();
     // The resolved text has no `import` left: its configs were applied.
     let source =
         Source::new(&text, "overrides", &list, &NoImports).map_err(|error| error.message)?;

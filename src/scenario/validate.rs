@@ -14,11 +14,12 @@ use super::controls::validate_controls;
 use super::incident::validate_incident;
 use super::topology::validate_topology;
 use super::{
-    CapacityPoint, DisciplineKind, LimitKind, Outage, Policy, Problem, RejectionCost, Scenario,
-    Service, Workload, span_of,
+    CapacityPoint, DisciplineKind, Expect, LimitKind, Outage, Policy, Problem, RejectionCost,
+    Scenario, Service, Workload, span_of,
 };
 use crate::base::capacity::CapacityCurve;
 use crate::base::time::Duration;
+use crate::vocabulary::metric::{NamedMetric, ServiceShape, check_name};
 
 /// At most this many time-series buckets: each holds a latency histogram.
 pub const MAX_BUCKETS: u64 = 100_000;
@@ -642,6 +643,35 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
     Ok(())
 }
 
+/// The claims on `policy` (or against it) name metrics of the services as `policy` runs them,
+/// `services`, its overrides applied: an instance past the fleet's last, or a fleet the
+/// overrides made one instance, is refused at the claim (saying so where the overrides changed
+/// the scenario's fleets, `scenario`).
+pub(super) fn validate_claims_of_policy(
+    claims: &[Spanned<Expect>],
+    policy: &str,
+    services: &[ServiceShape],
+    scenario: &[ServiceShape],
+) -> Result<(), Problem> {
+    for spanned in claims {
+        let claim = spanned.get_ref();
+        let names_it = claim.policy == policy || claim.better_than.as_deref() == Some(policy);
+        if names_it && claim.window.is_none() {
+            NamedMetric::resolve(&claim.metric, services).map_err(|message| {
+                let message = if services == scenario {
+                    message
+                } else {
+                    format!(
+                        "policy {policy:?} runs other fleets (its overrides), and there {message}"
+                    )
+                };
+                (spanned.span(), message)
+            })?;
+        }
+    }
+    Ok(())
+}
+
 /// Each claim names policies of the scenario and a metric it can compare, one comparison, and
 /// a window inside the run.
 fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
@@ -665,11 +695,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
             ),
         ))
     };
-    let service_names: Vec<&str> = scenario
-        .services()
-        .iter()
-        .map(|service| service.name())
-        .collect();
+    let services = scenario.service_shapes();
     for spanned in &scenario.expect {
         let (claim, span) = (spanned.get_ref(), spanned.span());
         known(&claim.policy, span.clone())?;
@@ -693,9 +719,24 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
             return Err((span, "margin goes with better_than".into()));
         }
         let windowed = claim.window.is_some();
+        // A policy with overrides may run other fleets: its claims are resolved against them
+        // once they are applied ([`validate_claims_of_policy`]), here only spelt right.
+        let overridden = |name: &str| {
+            scenario
+                .policy
+                .iter()
+                .any(|policy| policy.name.get_ref() == name && !policy.overrides.is_empty())
+        };
+        let plain = [Some(claim.policy.as_str()), claim.better_than.as_deref()]
+            .into_iter()
+            .flatten()
+            .any(|name| !overridden(name));
         if !windowed {
-            crate::vocabulary::metric::NamedMetric::resolve(&claim.metric, &service_names)
-                .map_err(|message| (span.clone(), message))?;
+            check_name(&claim.metric).map_err(|message| (span.clone(), message))?;
+            if plain {
+                NamedMetric::resolve(&claim.metric, &services)
+                    .map_err(|message| (span.clone(), message))?;
+            }
         }
         match crate::vocabulary::metric::claim_direction(&claim.metric, windowed) {
             Some(crate::vocabulary::metric::Better::Neither) => {

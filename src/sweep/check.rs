@@ -273,8 +273,9 @@ const SERVICE_RELATIONS: [ServiceRelation; 2] = [
 ];
 
 /// Checks one row's metrics, as `results.csv` writes them in the order of `columns` (the run's
-/// [`METRICS`], then each service's [`SERVICE_METRICS`], service by service): each a value its
-/// metric takes, and every relation between them. The message names the columns and their
+/// [`METRICS`], then each service's [`SERVICE_METRICS`], service by service, then the fleets'
+/// and instances' metrics the sweep asked for): each a value its metric takes, and every
+/// relation between the run's and each service's. The message names the columns and their
 /// values.
 pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), String> {
     debug_assert_eq!(texts.len(), columns.len());
@@ -286,7 +287,12 @@ pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), St
         }
         all.push(value);
     }
-    let (run, services) = all.split_at(METRICS.len());
+    // The services' blocks end where the fleets' and instances' metrics asked for begin.
+    let blocks_end = columns
+        .iter()
+        .position(NamedMetric::of_fleet)
+        .unwrap_or(columns.len());
+    let (run, services) = all[..blocks_end].split_at(METRICS.len());
     let values: Values = run.try_into().expect("the run's metrics come first");
     // `name=value` for each column of `shown`, by its position in the row.
     let shown = |shown: &mut dyn Iterator<Item = usize>| {

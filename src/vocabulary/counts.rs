@@ -261,6 +261,17 @@ impl ServiceBucket {
     }
 }
 
+/// One instance of a fleet over the whole run.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct InstanceTotals {
+    /// Its counts (the end-of-bucket state fields are zero).
+    pub counts: ServiceBucket,
+    /// The time it was down after crashing under overload.
+    pub down_us: Micros,
+    /// The time its callers' outlier detection kept it ejected, on average over the callers.
+    pub ejected_us: Micros,
+}
+
 /// A column of a service's counts: its name and how to read it.
 pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 

@@ -11,10 +11,11 @@
 mod named;
 
 use crate::base::time::{MICROS_PER_SECOND, Micros};
-use crate::vocabulary::counts::{BucketCounts, HealthCounts, ServiceBucket};
+use crate::vocabulary::counts::{BucketCounts, HealthCounts, InstanceTotals, ServiceBucket};
 
 pub use named::{
-    AT, NamedMetric, WINDOW_METRICS, check_name, claim_direction, direction, domain, metric_value,
+    AT, INSTANCE, NamedMetric, ServiceShape, WINDOW_METRICS, check_name, claim_direction,
+    direction, domain, metric_value,
 };
 
 /// One policy's results in a few numbers. [`METRICS`] says what each means.
@@ -638,6 +639,91 @@ pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
     },
 ];
 
+/// A fleet's metrics (a service run as several instances: `fleet = { instances = N }`), named
+/// `METRIC@SERVICE` like a service's, in a scenario of one service too; a service that is not a
+/// fleet has none ([`named`] refuses them there). Not in `summary.json` or a sweep's columns
+/// unless asked for: they are read from the instances' totals there.
+pub const FLEET_METRICS: [Metric<ServiceSummary>; 1] = [Metric {
+    name: "busiest_share",
+    unit: Unit::Number,
+    domain: Domain::Share,
+    better: Better::Lower,
+    value: busiest_share,
+    meaning: "The largest share of the fleet's requests that one instance was sent: 1/N for N instances is a perfect balance, 1 everything on one. A fleet sent nothing counts as balanced (1/N).",
+}];
+
+/// The largest share of a fleet's requests one instance was sent (1 outside a fleet: its one
+/// instance is sent everything; 1/N for a fleet of N sent nothing).
+fn busiest_share(service: &ServiceSummary) -> f64 {
+    let requests = || {
+        service
+            .instances
+            .iter()
+            .map(|instance| instance.counts.requests())
+    };
+    let total: u64 = requests().sum();
+    match (service.instances.len(), total) {
+        (0, _) => 1.0,
+        (instances, 0) => 1.0 / instances as f64,
+        _ => requests().max().unwrap_or(0) as f64 / total as f64,
+    }
+}
+
+/// The metrics of each instance of a fleet, named `METRIC@SERVICE#K` for instance K (from 0),
+/// in the order of its entry under `instances` in `summary.json` (which is written from this
+/// table). What an instance is sent is its balancer's doing, and an ejection may be right or
+/// wrong: neither has a better direction.
+pub const INSTANCE_METRICS: [Metric<InstanceTotals>; 6] = [
+    Metric {
+        name: "requests",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |i| i.counts.requests() as f64,
+        meaning: "Requests its callers' balancers sent the instance: first attempts, retries and status checks.",
+    },
+    Metric {
+        name: "served",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |i| i.counts.served as f64,
+        meaning: "Requests a worker of the instance finished.",
+    },
+    Metric {
+        name: "refused",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |i| i.counts.rejected() as f64,
+        meaning: "Requests the instance refused, shed or answered without serving, of every kind: a full queue, an outage, its rate limiter or concurrency limit, a conflict, an injected error, a failed downstream call.",
+    },
+    Metric {
+        name: "crashes",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |i| i.counts.crashes as f64,
+        meaning: "The instance's crashes under overload.",
+    },
+    Metric {
+        name: "down_s",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |i| i.down_us as f64 / MICROS_PER_SECOND as f64,
+        meaning: "Seconds the instance was down after crashing under overload.",
+    },
+    Metric {
+        name: "ejected_s",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |i| i.ejected_us as f64 / MICROS_PER_SECOND as f64,
+        meaning: "Seconds its callers' outlier detection kept the instance ejected, averaged over the callers: long for a bad instance is the detection working, for a good one lost capacity.",
+    },
+];
+
 /// One service's results in a few numbers: its share of the load and what it did with it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ServiceSummary {
@@ -654,6 +740,9 @@ pub struct ServiceSummary {
     pub wasted_work_s: f64,
     /// Its counts over the whole run.
     pub totals: ServiceBucket,
+    /// A fleet's instances, each one's counts over the whole run, in order (empty outside a
+    /// fleet).
+    pub instances: Vec<InstanceTotals>,
 }
 
 /// When the system counts as healthy: over a `window` of time, at most `max_failed` of the

@@ -5,14 +5,19 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use retrystorm::output::charts::{CHART_SIZE, Chart, OVERVIEW_SIZE};
+use retrystorm::output::charts::{CHART_SIZE, Chart, Format, OVERVIEW_SIZE};
 
 const POLICIES: [&str; 2] = ["no jitter", "full jitter"];
 
 fn run(out: &Path, extra: &[&str]) {
+    run_scenario("scenarios/thundering-herd.toml", out, extra);
+}
+
+/// Runs `scenario` (a path from the repository's root) into `out`.
+fn run_scenario(scenario: &str, out: &Path, extra: &[&str]) {
     let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["run", "scenarios/thundering-herd.toml", "--out"])
+        .args(["run", scenario, "--out"])
         .arg(out)
         .args(extra)
         .output()
@@ -313,4 +318,87 @@ fn the_overview_has_no_empty_panel() {
     assert!(overview.contains(r#"aria-label="no operation failed in any policy""#));
     let overview = chart("payments", "overview");
     assert!(overview.contains(duplicates) && !overview.contains("Not drawn"));
+}
+
+/// one-bad-host's load chart has, below the load, a section for its fleet of ten: titled with
+/// the fleet and how it is drawn, a legend entry per instance (`#0` to `#9`, as
+/// `refused@upstream#0` names them), and a plot per policy under the policy's name, each with
+/// its y axis in requests/s; the PNG is taller by the section (a title, a legend and two rows
+/// of plots for five policies: 44 + 30 + 2 x 250 pixels) and is the committed one, which the
+/// README shows. A fleet of twelve draws, per policy, the band from its least to its most
+/// loaded instance (a polygon) and the median instance, and says so. thundering-herd, without
+/// a fleet, keeps its size and bytes (`every_chart_is_drawn_in_both_formats`).
+#[test]
+fn a_fleet_gets_a_section_of_the_load_chart() {
+    let out = fresh("charts-fleet");
+    run_scenario("scenarios/one-bad-host.toml", &out, &[]);
+    let folder = out.join("one-bad-host");
+    let (width, height, _) = decode(&folder.join("load.png"));
+    assert_eq!(
+        (width, height),
+        (CHART_SIZE.0, CHART_SIZE.1 + 44 + 30 + 2 * 250)
+    );
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("output/one-bad-host/load.png");
+    assert!(
+        std::fs::read(&committed).unwrap() == std::fs::read(folder.join("load.png")).unwrap(),
+        "output/one-bad-host/load.png is stale: regenerate it with `cargo run --release -- run scenarios/one-bad-host.toml`"
+    );
+    let svg = std::fs::read_to_string(folder.join("load.svg")).unwrap();
+    let label = |text: &str| format!(r#"aria-label="{text}""#);
+    let count = |text: &str| svg.matches(&label(text)).count();
+    assert_eq!(
+        count(
+            "Fleet upstream: requests/s sent to each of its 10 instances, a line per instance, per policy"
+        ),
+        1
+    );
+    for instance in 0..10 {
+        assert_eq!(count(&format!("#{instance}")), 1, "#{instance}");
+    }
+    // Each policy named twice: in the load's legend and over its fleet plot.
+    for policy in [
+        "random",
+        "random, previous hosts",
+        "round robin",
+        "least request",
+        "least request, outlier detection",
+    ] {
+        assert_eq!(count(policy), 2, "{policy}");
+    }
+    assert_eq!(count("requests/s"), 5);
+    // Polygons of more than three corners: bands (a marker's triangle has three).
+    let bands = |svg: &str| {
+        svg.split("<polygon")
+            .skip(1)
+            .filter(|polygon| {
+                let points = polygon.split("points=\"").nth(1).unwrap();
+                points[..points.find('"').unwrap()]
+                    .split_whitespace()
+                    .count()
+                    > 3
+            })
+            .count()
+    };
+    assert_eq!(bands(&svg), 0);
+
+    let twelve = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/one-bad-host.toml"),
+    )
+    .unwrap()
+    .replace("instances = 10,", "instances = 12,")
+    .replace("duration = \"60s\"", "duration = \"12s\"");
+    let run = crate::support::run(&crate::support::scenario(&twelve));
+    let svg = String::from_utf8(
+        retrystorm::output::charts::render(&run, Chart::Load, Format::Svg).unwrap(),
+    )
+    .unwrap();
+    for text in [
+        "Fleet upstream: requests/s sent to each of its 12 instances, min to max over the instances (band) and the median (line), per policy",
+        "shaded in the policy's colour: from the least to the most loaded instance",
+        "line: the median instance",
+    ] {
+        assert!(svg.contains(&format!(r#"aria-label="{text}""#)), "{text}");
+    }
+    assert!(!svg.contains(r##"aria-label="#0""##));
+    assert_eq!(bands(&svg), 5);
 }

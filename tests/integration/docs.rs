@@ -38,7 +38,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use retrystorm::vocabulary::metric::{Better, Domain, METRICS, Metric, SERVICE_METRICS, Unit};
+use retrystorm::vocabulary::metric::{
+    Better, Domain, FLEET_METRICS, INSTANCE_METRICS, METRICS, Metric, SERVICE_METRICS, Unit,
+};
 use retrystorm::vocabulary::outcome::FailureReason;
 
 use crate::support::fresh_folder;
@@ -715,9 +717,9 @@ fn marked<'a>(text: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("docs/reference.md has no {begin:?} ... {end:?}"))
 }
 
-/// The reference's metric tables are [`METRICS`] and [`SERVICE_METRICS`], rendered: each
-/// metric's name, its better direction, its values and its meaning, in the code's order. On a
-/// difference the message holds the table to paste.
+/// The reference's metric tables are [`METRICS`], [`SERVICE_METRICS`], [`FLEET_METRICS`] and
+/// [`INSTANCE_METRICS`], rendered: each metric's name, its better direction, its values and its
+/// meaning, in the code's order. On a difference the message holds the table to paste.
 #[test]
 fn the_metric_tables_are_the_codes() {
     let reference = read("docs/reference.md");
@@ -730,6 +732,14 @@ fn the_metric_tables_are_the_codes() {
         (
             "service metrics",
             SERVICE_METRICS.iter().map(metric_row).collect(),
+        ),
+        (
+            "fleet metrics",
+            FLEET_METRICS.iter().map(metric_row).collect(),
+        ),
+        (
+            "instance metrics",
+            INSTANCE_METRICS.iter().map(metric_row).collect(),
         ),
     ] {
         let expected = format!("{header}{}\n", rows.join("\n"));

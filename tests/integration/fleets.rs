@@ -177,8 +177,8 @@ fn a_bad_fleet_is_refused_at_its_place() {
         ],
     );
     assert_contains(
-        &error("fleet = { instances = 3, load_balancer = \"ring-hash\" }"),
-        &["bad.toml:11:", "ring-hash", "round-robin", "least-request"],
+        &error("fleet = { instances = 3, load_balancer = \"maglev\" }"),
+        &["bad.toml:11:", "maglev", "round-robin", "least-request", "ring-hash"],
     );
     assert_contains(
         &error("fleet = { instances = 1001 }"),
@@ -341,5 +341,215 @@ previous_hosts = 3",
     assert!(elsewhere * 20 < none, "{elsewhere} of {none}");
     eprintln!(
         "ring hash, dead host of 10: {none} of {operations} failed without retries and with three; {elsewhere} with previous_hosts"
+    );
+}
+
+/// A fleet of four whose instance 0 refuses everything, behind one client process, no
+/// retries: `p` balances by round robin, `least` by least request (service time 20 ms, so that
+/// healthy hosts have requests outstanding and the one that refuses at once wins their
+/// comparisons); then `claims`.
+fn dead_host_of_four(claims: &str) -> String {
+    let upstream = "fleet = { instances = 4, capacity_instances = 1 }\noutage = \"reject\"\ncapacity = [{ at = \"0s\", factor = 0 }]";
+    let text = fleet(upstream, "max_attempts = 0")
+        .replace("service_time = \"2ms\"", "service_time = \"20ms\"");
+    format!(
+        "{text}[[policy]]\nname = \"least\"\nmax_attempts = 0\noverrides = {{ \"upstream.fleet.load_balancer\" = \"least-request\" }}\n{claims}"
+    )
+}
+
+/// A claim `[[expect]]` on a fleet's instance.
+fn claim(policy: &str, metric: &str, comparison: &str) -> String {
+    format!("[[expect]]\npolicy = \"{policy}\"\nmetric = \"{metric}\"\n{comparison}\n")
+}
+
+/// Claims name an instance, `refused@upstream#0`, and a fleet's balance,
+/// `busiest_share@upstream`, in a scenario of one service, and evaluate to the instances'
+/// totals. Round robin from one client process sends each of the four instances every fourth
+/// of the N operations (one request each, no retries), so the busiest is sent exactly
+/// ceil(N/4) of them: busiest_share is ceil(N/4)/N. The dead instance refuses every request it
+/// is sent, and no other request fails, so `refused@upstream#0` is exactly the operations that
+/// failed. Least request sends the host that refuses at once more than its quarter, so round
+/// robin beats it on both (lower is better for both). On main neither name was a metric.
+#[test]
+fn claims_name_an_instance_and_a_fleets_balance() {
+    let claims = [
+        claim("p", "refused@upstream#0", "at_most = 1e9"),
+        claim("p", "busiest_share@upstream", "at_most = 0.25"),
+        claim("p", "busiest_share@upstream", "better_than = \"least\""),
+        claim("p", "refused@upstream#0", "better_than = \"least\""),
+    ];
+    let run = run(&scenario(&dead_host_of_four(&claims.concat())));
+    let results = retrystorm::claims::evaluate(&run);
+    let round_robin = &run.policies[0];
+    let operations = round_robin.measurements.operations;
+    let failed = operations - round_robin.summary.succeeded;
+    assert_eq!(results[0].value, failed as f64, "{}", results[0]);
+    assert_eq!(
+        results[0].value,
+        instances(&run)[0].counts.rejected() as f64
+    );
+    assert!(results[0].held);
+    let busiest = operations.div_ceil(4) as f64 / operations as f64;
+    assert_eq!(results[1].value, busiest, "{}", results[1]);
+    // ceil(N/4)/N is above a quarter unless N is a multiple of 4.
+    assert_eq!(
+        results[1].held,
+        operations.is_multiple_of(4),
+        "{}",
+        results[1]
+    );
+    for result in &results[2..] {
+        assert!(result.held, "{result}");
+    }
+    assert!(results[2].against > 0.3, "{}", results[2]);
+}
+
+/// A claim on an instance the fleet does not have, on an instance of a service that is not a
+/// fleet, or on a fleet's balance at such a service, is refused at the claim's line, saying
+/// what would be valid; so is one a policy's overrides make invalid, saying so.
+#[test]
+fn claims_on_instances_a_fleet_lacks_are_refused_at_the_claim() {
+    let valid = dead_host_of_four(&claim("p", "refused@upstream#3", "at_most = 10"));
+    assert_contains(
+        &support::error_with(&valid, "refused@upstream#3", "refused@upstream#4"),
+        &[
+            "bad.toml:21:",
+            "`refused@upstream#4`: upstream has 4 instances, #0 to #3; write refused@upstream#K with K from 0 to 3",
+        ],
+    );
+    let plain = valid.replace("fleet = { instances = 4, capacity_instances = 1 }\n", "");
+    assert_contains(
+        &support::error_with(
+            &plain,
+            "overrides = { \"upstream.fleet.load_balancer\" = \"least-request\" }\n",
+            "",
+        ),
+        &[
+            "bad.toml:19:",
+            "`refused@upstream#3`: upstream is not a fleet (it runs as one instance), so it has no instances to name; the scenario has no fleet (a service with fleet = { instances = N })",
+        ],
+    );
+    assert_contains(
+        &support::error_with(
+            &plain,
+            "overrides = { \"upstream.fleet.load_balancer\" = \"least-request\" }\n[[expect]]\npolicy = \"p\"\nmetric = \"refused@upstream#3\"",
+            "[[expect]]\npolicy = \"p\"\nmetric = \"busiest_share@upstream\"",
+        ),
+        &[
+            "bad.toml:19:",
+            "`busiest_share@upstream`: upstream is not a fleet (it runs as one instance, which is sent every request), and `busiest_share` is a fleet's metric",
+        ],
+    );
+    assert_contains(
+        &support::error_with(
+            &valid.replace("policy = \"p\"\nmetric", "policy = \"least\"\nmetric"),
+            "\"upstream.fleet.load_balancer\" = \"least-request\"",
+            "\"upstream.fleet\" = { instances = 3 }",
+        ),
+        &[
+            "bad.toml:21:",
+            "policy \"least\" runs other fleets (its overrides), and there `refused@upstream#3`: upstream has 3 instances, #0 to #2",
+        ],
+    );
+}
+
+/// A sweep records the fleet's and instances' metrics its requirements and objective name,
+/// after the run's, minimises one, and merges its shards into the same rows; a grid that
+/// shrinks the fleet below the instance named is refused at the point, before anything runs.
+/// Round robin sends the dead host a quarter of the operations, least request more: round
+/// robin is recommended.
+#[test]
+fn a_sweep_records_and_minimises_an_instances_metric() {
+    let folder = support::fresh_folder("fleet-sweep");
+    let path = folder.join("dead.toml");
+    std::fs::write(&path, dead_host_of_four("")).unwrap();
+    let sweep = |extra: &[&str], out: &str| {
+        let mut args = vec![
+            "sweep",
+            path.to_str().unwrap(),
+            "--policy",
+            "p",
+            "--seeds",
+            "2",
+            "--set",
+            "duration=4s",
+            "--no-charts",
+            "--out",
+        ];
+        let out = folder.join(out);
+        args.push(out.to_str().unwrap());
+        args.extend_from_slice(extra);
+        let output = support::retrystorm(&args);
+        (output, out)
+    };
+    let asked = [
+        "--grid",
+        "upstream.fleet.load_balancer=least-request,round-robin",
+        "--require",
+        "busiest_share@upstream<=0.9",
+        "--minimize",
+        "refused@upstream#0",
+    ];
+    let (output, out) = sweep(&asked, "whole");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = std::fs::read_to_string(out.join("fleet-sweep/results.csv")).unwrap();
+    assert!(
+        results
+            .lines()
+            .next()
+            .unwrap()
+            .ends_with(",recovery_s,busiest_share@upstream,refused@upstream#0"),
+        "{results}"
+    );
+    assert_contains(
+        &String::from_utf8_lossy(&output.stdout),
+        &[
+            "minimise: refused@upstream#0\n",
+            "recommended: point 1: upstream.fleet.load_balancer=round-robin",
+        ],
+    );
+    for shard in ["0/2", "1/2"] {
+        let mut args = asked.to_vec();
+        args.extend(["--shard", shard]);
+        assert!(sweep(&args, "shards").0.status.success());
+    }
+    let shards = folder.join("shards/fleet-shards");
+    let merged = folder.join("merged");
+    let output = support::retrystorm(&[
+        "merge",
+        shards.join("shard-0-of-2").to_str().unwrap(),
+        shards.join("shard-1-of-2").to_str().unwrap(),
+        "--no-charts",
+        "--out",
+        merged.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(merged.join("fleet-sweep/results.csv")).unwrap(),
+        results
+    );
+    let (output, _) = sweep(
+        &[
+            "--grid",
+            "upstream.fleet.instances=4,2",
+            "--minimize",
+            "refused@upstream#3",
+        ],
+        "shrunk",
+    );
+    assert!(!output.status.success());
+    assert_contains(
+        &String::from_utf8_lossy(&output.stderr),
+        &[
+            "point 1 (upstream.fleet.instances=2): `refused@upstream#3`: upstream has 2 instances, #0 to #1",
+        ],
     );
 }

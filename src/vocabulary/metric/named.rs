@@ -1,6 +1,9 @@
 //! Metric names as sweeps, requirements, claims, heatmaps and the Pareto front write them: one
-//! of the run's ([`METRICS`]: `success_rate`) or one of a service's ([`SERVICE_METRICS`]) at a
-//! named service, `METRIC@SERVICE` (`amplification@db`).
+//! of the run's ([`METRICS`]: `success_rate`), one of a service's ([`SERVICE_METRICS`]) at a
+//! named service, `METRIC@SERVICE` (`amplification@db`), one of a fleet's ([`FLEET_METRICS`])
+//! at a service run as several instances (`busiest_share@api`), or one of an instance's
+//! ([`INSTANCE_METRICS`]) at instance K of a fleet, from 0, `METRIC@SERVICE#K`
+//! (`refused@api#0`).
 //!
 //! The key question of a topology is what one tier sees: how much the retries above it multiply
 //! the load on the database, how long its queue gets, how much of its work is wasted. Those
@@ -11,35 +14,62 @@
 //!
 //! A service's metrics exist in a run of two services or more, the runs whose `summary.json`
 //! has a `services` list: with one service, its numbers are the run's own (`amplification`,
-//! `wasted_work_s`), and a sweep's files keep their columns.
+//! `wasted_work_s`), and a sweep's files keep their columns. A fleet's and its instances' exist
+//! wherever the service is a fleet, a scenario of one service included: which instance a bad
+//! host is, and how much of the load it drew, is no number of the run's.
 
 use super::{
-    Better, Domain, METRICS, Metric, SERVICE_METRICS, ServiceSummary, Summary, Unit, format_value,
-    metric,
+    Better, Domain, FLEET_METRICS, INSTANCE_METRICS, METRICS, Metric, SERVICE_METRICS,
+    ServiceSummary, Summary, Unit, format_value, metric,
 };
 use crate::base::suggest::did_you_mean;
+use crate::vocabulary::counts::InstanceTotals;
 
 /// Between a service's metric and the service's name: `amplification@db`.
 pub const AT: char = '@';
 
+/// Between a fleet's name and one of its instances: `refused@api#0`.
+pub const INSTANCE: char = '#';
+
 /// Characters a user might put between a service's metric and the service instead of [`AT`]
 /// (`amplification_db`, `amplification.db`): a name written so gets `METRIC@SERVICE` suggested.
 const LOOKALIKES: [char; 5] = ['_', '.', ':', '/', '-'];
+
+/// A service as a metric's name may name it: its name and its instances (1 outside a fleet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServiceShape<'a> {
+    /// The service's name.
+    pub name: &'a str,
+    /// Its instances: `fleet`'s `instances`, 1 without a fleet.
+    pub instances: u64,
+}
+
+impl<'a> ServiceShape<'a> {
+    /// The shape of the service `summary` sums up.
+    pub fn of_summary(summary: &'a ServiceSummary) -> ServiceShape<'a> {
+        ServiceShape {
+            name: &summary.name,
+            instances: (summary.instances.len() as u64).max(1),
+        }
+    }
+}
 
 /// Which table a named metric comes from.
 #[derive(Debug, Clone)]
 enum Source {
     /// The run's.
     Run(&'static Metric),
-    /// A service's, at the service of this name.
+    /// A service's or a fleet's, at the service of this name.
     Service(&'static Metric<ServiceSummary>, String),
+    /// An instance's, at the instance of this index of the fleet of this name.
+    Instance(&'static Metric<InstanceTotals>, String, usize),
 }
 
 /// A metric a sweep, a requirement or a claim names, checked against the scenario: its name as
 /// written, how it is written, its values and which way it is better.
 #[derive(Debug, Clone)]
 pub struct NamedMetric {
-    /// As written: `success_rate`, `amplification@db`.
+    /// As written: `success_rate`, `amplification@db`, `refused@api#0`.
     pub name: String,
     /// How it is written.
     pub unit: Unit,
@@ -48,6 +78,25 @@ pub struct NamedMetric {
     /// Which way is better.
     pub better: Better,
     source: Source,
+}
+
+/// A metric's name read without the scenario: which table, and at which service and instance.
+#[derive(Debug, Clone, Copy)]
+enum Parsed<'a> {
+    Run(&'static Metric),
+    Service(&'static Metric<ServiceSummary>, &'a str),
+    Fleet(&'static Metric<ServiceSummary>, &'a str),
+    Instance(&'static Metric<InstanceTotals>, &'a str, usize),
+}
+
+impl Parsed<'_> {
+    fn properties(self) -> (Domain, Better) {
+        match self {
+            Parsed::Run(metric) => (metric.domain, metric.better),
+            Parsed::Service(metric, _) | Parsed::Fleet(metric, _) => (metric.domain, metric.better),
+            Parsed::Instance(metric, _, _) => (metric.domain, metric.better),
+        }
+    }
 }
 
 impl NamedMetric {
@@ -62,7 +111,7 @@ impl NamedMetric {
         }
     }
 
-    /// A service's metric at `service`.
+    /// A service's (or a fleet's) metric at `service`.
     fn of_service(metric: &'static Metric<ServiceSummary>, service: &str) -> NamedMetric {
         NamedMetric {
             name: format!("{}{AT}{service}", metric.name),
@@ -73,9 +122,26 @@ impl NamedMetric {
         }
     }
 
+    /// An instance's metric at instance `index` of `service`.
+    fn of_instance(
+        metric: &'static Metric<InstanceTotals>,
+        service: &str,
+        index: usize,
+    ) -> NamedMetric {
+        NamedMetric {
+            name: format!("{}{AT}{service}{INSTANCE}{index}", metric.name),
+            unit: metric.unit,
+            domain: metric.domain,
+            better: metric.better,
+            source: Source::Instance(metric, service.to_string(), index),
+        }
+    }
+
     /// Every metric of a run whose services are `services` (in the scenario's order), in the
     /// order of a sweep's `results.csv`: the run's, then, with two services or more, each
-    /// service's, service by service.
+    /// service's, service by service. A fleet's and an instance's metrics are not among them
+    /// (a fleet of a thousand instances would add thousands): a sweep records those it is
+    /// asked for.
     pub fn all(services: &[&str]) -> Vec<NamedMetric> {
         let mut all: Vec<NamedMetric> = METRICS.iter().map(NamedMetric::of_run).collect();
         if services.len() > 1 {
@@ -92,46 +158,133 @@ impl NamedMetric {
 
     /// The metric called `name` in a run whose services are `services`; the error says what
     /// would be valid, with the nearest spelling of the metric and of the service.
-    pub fn resolve(name: &str, services: &[&str]) -> Result<NamedMetric, String> {
-        check_name(name)?;
-        let Some((metric_name, service)) = name.split_once(AT) else {
-            return Ok(NamedMetric::of_run(metric(name).expect("checked")));
+    pub fn resolve(name: &str, services: &[ServiceShape]) -> Result<NamedMetric, String> {
+        let names: Vec<&str> = services.iter().map(|service| service.name).collect();
+        let fleets: Vec<String> = services
+            .iter()
+            .filter(|service| service.instances > 1)
+            .map(|service| format!("{} ({} instances)", service.name, service.instances))
+            .collect();
+        let fleets = if fleets.is_empty() {
+            "the scenario has no fleet (a service with fleet = { instances = N })".to_string()
+        } else {
+            format!("the scenario's fleets: {}", fleets.join(", "))
         };
-        let metric = service_metric(metric_name).expect("checked");
-        if services.len() < 2 {
-            return Err(format!(
-                "`{name}`: a service's metrics (METRIC{AT}SERVICE) are those of a topology of two services or more; this scenario has one, whose numbers are the run's own metrics (`{metric_name}` and the others in summary.csv)"
-            ));
-        }
-        if !services.contains(&service) {
-            let hint = did_you_mean(service, services.iter().copied())
-                .map(|near| format!(" (did you mean `{metric_name}{AT}{near}`?)"))
+        let unknown = |service: &str, shown: &dyn Fn(&str) -> String| {
+            let hint = did_you_mean(service, names.iter().copied())
+                .map(|near| format!(" (did you mean `{}`?)", shown(near)))
                 .unwrap_or_default();
-            return Err(format!(
+            format!(
                 "`{name}`: the scenario has no service `{service}`{hint}; its services: {}",
-                services.join(", ")
-            ));
+                names.join(", ")
+            )
+        };
+        let find = |service: &str| services.iter().find(|shape| shape.name == service);
+        match parse(name)? {
+            Parsed::Run(metric) => Ok(NamedMetric::of_run(metric)),
+            Parsed::Service(metric, service) => {
+                let Some(shape) = find(service) else {
+                    // `queued@api#0`: a metric of the whole service at an instance.
+                    if let Some((fleet, _)) = service.rsplit_once(INSTANCE)
+                        && find(fleet).is_some()
+                    {
+                        return Err(format!(
+                            "`{name}`: `{}` is a metric of the whole service ({}{AT}{fleet}), not of an instance; an instance's metrics: {}",
+                            metric.name,
+                            metric.name,
+                            instance_names().collect::<Vec<_>>().join(", ")
+                        ));
+                    }
+                    return Err(unknown(service, &|near| {
+                        format!("{}{AT}{near}", metric.name)
+                    }));
+                };
+                if services.len() < 2 {
+                    let instance = if shape.instances > 1 && instance_metric(metric.name).is_some()
+                    {
+                        format!(
+                            "; for one instance of its fleet, write {}{AT}{service}{INSTANCE}K, K from 0 to {}",
+                            metric.name,
+                            shape.instances - 1
+                        )
+                    } else {
+                        String::new()
+                    };
+                    return Err(format!(
+                        "`{name}`: a service's metrics (METRIC{AT}SERVICE) are those of a topology of two services or more; this scenario has one, whose numbers are the run's own metrics (`{}` and the others in summary.csv){instance}",
+                        metric.name
+                    ));
+                }
+                Ok(NamedMetric::of_service(metric, service))
+            }
+            Parsed::Fleet(metric, service) => {
+                let Some(shape) = find(service) else {
+                    return Err(unknown(service, &|near| {
+                        format!("{}{AT}{near}", metric.name)
+                    }));
+                };
+                if shape.instances < 2 {
+                    return Err(format!(
+                        "`{name}`: {service} is not a fleet (it runs as one instance, which is sent every request), and `{}` is a fleet's metric; {fleets}",
+                        metric.name
+                    ));
+                }
+                Ok(NamedMetric::of_service(metric, service))
+            }
+            Parsed::Instance(metric, service, index) => {
+                let Some(shape) = find(service) else {
+                    return Err(unknown(service, &|near| {
+                        format!("{}{AT}{near}{INSTANCE}{index}", metric.name)
+                    }));
+                };
+                if shape.instances < 2 {
+                    return Err(format!(
+                        "`{name}`: {service} is not a fleet (it runs as one instance), so it has no instances to name; {fleets}"
+                    ));
+                }
+                if index as u64 >= shape.instances {
+                    return Err(format!(
+                        "`{name}`: {service} has {} instances, {INSTANCE}0 to {INSTANCE}{}; write {}{AT}{service}{INSTANCE}K with K from 0 to {}",
+                        shape.instances,
+                        shape.instances - 1,
+                        metric.name,
+                        shape.instances - 1
+                    ));
+                }
+                Ok(NamedMetric::of_instance(metric, service, index))
+            }
         }
-        Ok(NamedMetric::of_service(metric, service))
     }
 
     /// Its value in a run: NaN where undefined, infinity for a recovery that never came. A
-    /// service the run does not have (which [`NamedMetric::resolve`] refuses) is undefined.
+    /// service or an instance the run does not have (which [`NamedMetric::resolve`] refuses) is
+    /// undefined.
     pub fn value(&self, summary: &Summary, services: &[ServiceSummary]) -> f64 {
+        let find = |name: &str| services.iter().find(|service| service.name == name);
         match &self.source {
             Source::Run(metric) => (metric.value)(summary),
-            Source::Service(metric, name) => services
-                .iter()
-                .find(|service| service.name == *name)
+            Source::Service(metric, name) => find(name).map_or(f64::NAN, metric.value),
+            Source::Instance(metric, name, index) => find(name)
+                .and_then(|service| service.instances.get(*index))
                 .map_or(f64::NAN, metric.value),
         }
     }
 
-    /// The service, for a service's metric.
+    /// The service, for a service's, a fleet's or an instance's metric.
     pub fn service(&self) -> Option<&str> {
         match &self.source {
             Source::Run(_) => None,
-            Source::Service(_, service) => Some(service),
+            Source::Service(_, service) | Source::Instance(_, service, _) => Some(service),
+        }
+    }
+
+    /// Whether it is a fleet's or an instance's metric, which a sweep records only when its
+    /// requirements or its objective name it (they are not among [`NamedMetric::all`]).
+    pub fn of_fleet(&self) -> bool {
+        match &self.source {
+            Source::Run(_) => false,
+            Source::Service(metric, _) => fleet_metric(metric.name).is_some(),
+            Source::Instance(..) => true,
         }
     }
 
@@ -147,6 +300,12 @@ impl NamedMetric {
             Source::Service(metric, service) => {
                 format!("at service {service}: {}", metric.meaning)
             }
+            Source::Instance(metric, service, index) => {
+                format!(
+                    "at instance {index} of service {service}: {}",
+                    metric.meaning
+                )
+            }
         }
     }
 }
@@ -156,51 +315,119 @@ fn service_metric(name: &str) -> Option<&'static Metric<ServiceSummary>> {
     SERVICE_METRICS.iter().find(|metric| metric.name == name)
 }
 
-/// What can be checked of a metric's name without the scenario: a run's metric, or a service's
-/// metric followed by `@` and a service's name (which [`NamedMetric::resolve`] checks). The
-/// error suggests the nearest spelling: `amplification@db` for `amplification_db`.
+/// The fleet metric called `name`, if there is one.
+fn fleet_metric(name: &str) -> Option<&'static Metric<ServiceSummary>> {
+    FLEET_METRICS.iter().find(|metric| metric.name == name)
+}
+
+/// The instance metric called `name`, if there is one.
+fn instance_metric(name: &str) -> Option<&'static Metric<InstanceTotals>> {
+    INSTANCE_METRICS.iter().find(|metric| metric.name == name)
+}
+
+/// The names of an instance's metrics, in order.
+fn instance_names() -> impl Iterator<Item = &'static str> {
+    INSTANCE_METRICS.iter().map(|metric| metric.name)
+}
+
+/// What can be checked of a metric's name without the scenario: a run's metric, a service's
+/// or a fleet's metric followed by `@` and a service's name, or an instance's followed by `@`,
+/// a service's name, `#` and an index (the service and the index [`NamedMetric::resolve`]
+/// checks). The error suggests the nearest spelling: `amplification@db` for
+/// `amplification_db`.
 pub fn check_name(name: &str) -> Result<(), String> {
+    parse(name).map(|_| ())
+}
+
+/// Reads `name` as far as [`check_name`] checks it.
+fn parse(name: &str) -> Result<Parsed<'_>, String> {
     let service_names = || SERVICE_METRICS.iter().map(|metric| metric.name);
+    let fleet_names = || FLEET_METRICS.iter().map(|metric| metric.name);
+    let of_any_service = || {
+        let mut names: Vec<&str> = service_names().chain(fleet_names()).collect();
+        names.extend(instance_names().filter(|name| service_metric(name).is_none()));
+        names
+    };
+    let per_instance = format!(
+        "for instance K (from 0) of a fleet METRIC{AT}SERVICE{INSTANCE}K, METRIC one of {}",
+        instance_names().collect::<Vec<_>>().join(", ")
+    );
     if let Some((metric_name, service)) = name.split_once(AT) {
-        if service_metric(metric_name).is_none() {
-            let hint = did_you_mean(metric_name, service_names())
-                .map(|near| format!(" (did you mean `{near}{AT}{service}`?)"))
-                .unwrap_or_default();
-            return Err(format!(
-                "unknown service metric `{metric_name}` in `{name}`{hint}; a service's metrics: {}",
-                service_names().collect::<Vec<_>>().join(", ")
-            ));
-        }
         if service.is_empty() {
             return Err(format!(
                 "`{name}` names no service; write {metric_name}{AT}SERVICE, with the service's name"
             ));
         }
-        return Ok(());
+        if let Some(metric) = fleet_metric(metric_name) {
+            return Ok(Parsed::Fleet(metric, service));
+        }
+        if let Some(metric) = instance_metric(metric_name) {
+            if let Some((fleet, index)) = service.rsplit_once(INSTANCE) {
+                let parsed = index
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|parsed| parsed.to_string() == index);
+                let Some(index) = parsed.filter(|_| !fleet.is_empty()) else {
+                    return Err(format!(
+                        "`{name}`: an instance is named {metric_name}{AT}SERVICE{INSTANCE}K, with the fleet's name and the instance's index K from 0 ({metric_name}{AT}api{INSTANCE}0)"
+                    ));
+                };
+                return Ok(Parsed::Instance(metric, fleet, index));
+            }
+            if service_metric(metric_name).is_none() {
+                return Err(format!(
+                    "`{name}` is a metric of each instance of a fleet: write {metric_name}{AT}{service}{INSTANCE}K, K the instance from 0"
+                ));
+            }
+        }
+        if let Some(metric) = service_metric(metric_name) {
+            return Ok(Parsed::Service(metric, service));
+        }
+        let hint = did_you_mean(metric_name, of_any_service())
+            .map(|near| format!(" (did you mean `{near}{AT}{service}`?)"))
+            .unwrap_or_default();
+        return Err(format!(
+            "unknown service metric `{metric_name}` in `{name}`{hint}; a service's metrics: {}; a fleet's: {}; {per_instance}",
+            service_names().collect::<Vec<_>>().join(", "),
+            fleet_names().collect::<Vec<_>>().join(", ")
+        ));
     }
-    if metric(name).is_some() {
-        return Ok(());
+    if let Some(metric) = metric(name) {
+        return Ok(Parsed::Run(metric));
     }
     let valid = format!(
-        "valid: {}; and for one service of a topology METRIC{AT}SERVICE, METRIC one of {}",
+        "valid: {}; and for one service of a topology METRIC{AT}SERVICE, METRIC one of {}; for a fleet METRIC{AT}SERVICE, METRIC one of {}; {per_instance}",
         METRICS
             .iter()
             .map(|metric| metric.name)
             .collect::<Vec<_>>()
             .join(", "),
-        service_names().collect::<Vec<_>>().join(", ")
+        service_names().collect::<Vec<_>>().join(", "),
+        fleet_names().collect::<Vec<_>>().join(", ")
     );
     if service_metric(name).is_some() {
         return Err(format!(
             "`{name}` is a metric of each service: write {name}{AT}SERVICE, with the service's name; {valid}"
         ));
     }
+    if fleet_metric(name).is_some() {
+        return Err(format!(
+            "`{name}` is a metric of each fleet: write {name}{AT}SERVICE, with the fleet's name; {valid}"
+        ));
+    }
+    if instance_metric(name).is_some() {
+        return Err(format!(
+            "`{name}` is a metric of each instance of a fleet: write {name}{AT}SERVICE{INSTANCE}K, with the fleet's name and K the instance from 0; {valid}"
+        ));
+    }
     // `amplification_db`: a service's metric, a lookalike of `@` and more.
-    let lookalike = service_names().find_map(|metric_name| {
-        let rest = name.strip_prefix(metric_name)?;
-        let service = rest.strip_prefix(LOOKALIKES)?;
-        (!service.is_empty()).then(|| format!("{metric_name}{AT}{service}"))
-    });
+    let lookalike = service_names()
+        .chain(fleet_names())
+        .find_map(|metric_name| {
+            let rest = name.strip_prefix(metric_name)?;
+            let service = rest.strip_prefix(LOOKALIKES)?;
+            (!service.is_empty()).then(|| format!("{metric_name}{AT}{service}"))
+        });
     let hint = lookalike
         .or_else(|| did_you_mean(name, METRICS.iter().map(|metric| metric.name)).map(String::from))
         .map(|near| format!(" (did you mean `{near}`?)"))
@@ -211,32 +438,19 @@ pub fn check_name(name: &str) -> Result<(), String> {
 /// Which way the metric called `name` is better, checked as far as [`check_name`] checks it;
 /// `None` for a name that is no metric.
 pub fn direction(name: &str) -> Option<Better> {
-    properties(name).map(|(_, better)| better)
+    parse(name).ok().map(|parsed| parsed.properties().1)
 }
 
 /// The values the metric called `name` takes in a run (a service's whatever the service), or
 /// `None` if it names no metric.
 pub fn domain(name: &str) -> Option<Domain> {
-    properties(name).map(|(domain, _)| domain)
-}
-
-/// The domain and direction of the metric called `name`, run's or service's.
-fn properties(name: &str) -> Option<(Domain, Better)> {
-    match name.split_once(AT) {
-        Some((metric_name, _)) => {
-            service_metric(metric_name).map(|metric| (metric.domain, metric.better))
-        }
-        None => metric(name).map(|metric| (metric.domain, metric.better)),
-    }
+    parse(name).ok().map(|parsed| parsed.properties().0)
 }
 
 /// The value of the metric called `name` in a run, or `None` if it names no metric of it.
 pub fn metric_value(name: &str, summary: &Summary, services: &[ServiceSummary]) -> Option<f64> {
-    let names: Vec<&str> = services
-        .iter()
-        .map(|service| service.name.as_str())
-        .collect();
-    NamedMetric::resolve(name, &names)
+    let shapes: Vec<ServiceShape> = services.iter().map(ServiceShape::of_summary).collect();
+    NamedMetric::resolve(name, &shapes)
         .ok()
         .map(|metric| metric.value(summary, services))
 }
@@ -270,8 +484,23 @@ mod tests {
 
     const CHAIN: [&str; 3] = ["edge", "api", "db"];
 
+    /// `names` as services of one instance, but `fleet`, of `instances`.
+    fn shapes<'a>(names: &[&'a str], fleet: (&str, u64)) -> Vec<ServiceShape<'a>> {
+        names
+            .iter()
+            .map(|&name| ServiceShape {
+                name,
+                instances: if name == fleet.0 { fleet.1 } else { 1 },
+            })
+            .collect()
+    }
+
+    fn resolve(name: &str, services: &[&str]) -> Result<NamedMetric, String> {
+        NamedMetric::resolve(name, &shapes(services, ("", 1)))
+    }
+
     fn refused(name: &str, services: &[&str]) -> String {
-        NamedMetric::resolve(name, services).expect_err(name)
+        resolve(name, services).expect_err(name)
     }
 
     /// Every service's metrics follow the run's in a topology, service by service in the
@@ -285,7 +514,7 @@ mod tests {
         assert_eq!(all[start].name, "amplification@edge");
         assert_eq!(all[start + SERVICE_METRICS.len()].name, "amplification@api");
         assert_eq!(all.last().unwrap().name, "rejection_work_s@db");
-        let queue = NamedMetric::resolve("peak_queue_len@db", &CHAIN).unwrap();
+        let queue = resolve("peak_queue_len@db", &CHAIN).unwrap();
         assert_eq!(
             (queue.unit, queue.better, queue.service()),
             (Unit::Count, Better::Lower, Some("db"))
@@ -326,5 +555,107 @@ mod tests {
         assert_eq!(direction("served@db"), Some(Better::Neither));
         assert_eq!(direction("success_rate"), Some(Better::Higher));
         assert_eq!(direction("nonsense@db"), None);
+    }
+
+    /// An instance is named `METRIC@SERVICE#K` and a fleet's balance `busiest_share@SERVICE`,
+    /// in a scenario of one service too; each has its table's direction (`requests` of an
+    /// instance has none, though a service's is better lower: an instance's share is its
+    /// balancer's doing). An index past the last instance, an instance of a service that is not
+    /// a fleet, a fleet's metric at such a service, a whole service's metric at an instance,
+    /// an instance's metric without an index and an index that is no number are refused with
+    /// what would be valid.
+    #[test]
+    fn instances_and_fleets_are_named_and_checked_against_the_fleet() {
+        let upstream = shapes(&["upstream"], ("upstream", 10));
+        let refused_upstream = |name: &str| NamedMetric::resolve(name, &upstream).expect_err(name);
+        let dead = NamedMetric::resolve("refused@upstream#0", &upstream).unwrap();
+        assert_eq!(
+            (dead.unit, dead.better, dead.service()),
+            (Unit::Count, Better::Lower, Some("upstream"))
+        );
+        assert!(
+            dead.meaning()
+                .starts_with("at instance 0 of service upstream: ")
+        );
+        let share = NamedMetric::resolve("busiest_share@upstream", &upstream).unwrap();
+        assert_eq!((share.domain, share.better), (Domain::Share, Better::Lower));
+        assert!(share.of_fleet() && dead.of_fleet());
+        assert!(!resolve("requests@db", &CHAIN).unwrap().of_fleet());
+        assert_eq!(direction("requests@api#3"), Some(Better::Neither));
+        assert_eq!(direction("requests@api"), Some(Better::Lower));
+        assert_eq!(domain("ejected_s@api#0"), Some(Domain::NonNegative));
+        assert_eq!(
+            refused_upstream("refused@upstream#10"),
+            "`refused@upstream#10`: upstream has 10 instances, #0 to #9; write refused@upstream#K with K from 0 to 9"
+        );
+        assert_eq!(
+            refused("refused@db#0", &CHAIN),
+            "`refused@db#0`: db is not a fleet (it runs as one instance), so it has no instances to name; the scenario has no fleet (a service with fleet = { instances = N })"
+        );
+        let chain = shapes(&CHAIN, ("api", 4));
+        assert_eq!(
+            NamedMetric::resolve("busiest_share@db", &chain).unwrap_err(),
+            "`busiest_share@db`: db is not a fleet (it runs as one instance, which is sent every request), and `busiest_share` is a fleet's metric; the scenario's fleets: api (4 instances)"
+        );
+        assert_eq!(
+            NamedMetric::resolve("refused@apx#1", &chain).unwrap_err(),
+            "`refused@apx#1`: the scenario has no service `apx` (did you mean `refused@api#1`?); its services: edge, api, db"
+        );
+        assert!(
+            NamedMetric::resolve("queued@api#1", &chain)
+                .unwrap_err()
+                .starts_with("`queued@api#1`: `queued` is a metric of the whole service (queued@api), not of an instance; an instance's metrics: requests, served, refused, crashes, down_s, ejected_s")
+        );
+        assert!(refused_upstream("requests@upstream").ends_with(
+            "; for one instance of its fleet, write requests@upstream#K, K from 0 to 9"
+        ));
+        assert!(refused_upstream("refused@upstream").starts_with(
+            "`refused@upstream` is a metric of each instance of a fleet: write refused@upstream#K"
+        ));
+        for bad in ["refused@upstream#x", "refused@upstream#01", "refused@#0"] {
+            assert!(
+                refused_upstream(bad).contains("an instance is named refused@SERVICE#K"),
+                "{bad}"
+            );
+        }
+        assert!(
+            refused_upstream("busiest_share").starts_with(
+                "`busiest_share` is a metric of each fleet: write busiest_share@SERVICE"
+            )
+        );
+        assert!(
+            refused_upstream("busiest_shar@upstream")
+                .contains("(did you mean `busiest_share@upstream`?)")
+        );
+        assert!(
+            refused_upstream("refsued@upstream#0").contains("(did you mean `refused@upstream#0`?)")
+        );
+    }
+
+    /// The share of the busiest instance: 1/N balanced, 1 all on one, 1/N for a fleet sent
+    /// nothing, 1 outside a fleet (its one instance is sent everything).
+    #[test]
+    fn the_busiest_share_is_the_largest_instances_share_of_the_requests() {
+        let instance = |first_attempts: u64| InstanceTotals {
+            counts: crate::vocabulary::counts::ServiceBucket {
+                first_attempts,
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        let service = |requests: &[u64]| ServiceSummary {
+            name: "api".into(),
+            amplification: 1.0,
+            peak_requests_rps: 0.0,
+            peak_queue_len: 0,
+            wasted_work_s: 0.0,
+            totals: Default::default(),
+            instances: requests.iter().map(|&count| instance(count)).collect(),
+        };
+        let share = |requests: &[u64]| (FLEET_METRICS[0].value)(&service(requests));
+        assert_eq!(share(&[25, 25, 25, 25]), 0.25);
+        assert_eq!(share(&[10, 30, 60]), 0.6);
+        assert_eq!(share(&[0, 0, 0, 0]), 0.25);
+        assert_eq!(share(&[]), 1.0);
     }
 }
