@@ -178,7 +178,13 @@ fn a_bad_fleet_is_refused_at_its_place() {
     );
     assert_contains(
         &error("fleet = { instances = 3, load_balancer = \"maglev\" }"),
-        &["bad.toml:11:", "maglev", "round-robin", "least-request", "ring-hash"],
+        &[
+            "bad.toml:11:",
+            "maglev",
+            "round-robin",
+            "least-request",
+            "ring-hash",
+        ],
     );
     assert_contains(
         &error("fleet = { instances = 1001 }"),
