@@ -63,6 +63,11 @@ pub enum Scope {
     Process,
     /// One for all clients.
     Global,
+    /// At a tier, one per instance of the calling service, whatever the scenario wrote: each
+    /// instance is a process. Not written in a scenario; the model sets it for a tier's
+    /// controls.
+    #[serde(skip)]
+    CallingInstance,
 }
 
 impl Scope {
@@ -72,6 +77,7 @@ impl Scope {
             Scope::Client => "client",
             Scope::Process => "process",
             Scope::Global => "global",
+            Scope::CallingInstance => "calling instance",
         }
     }
 }
@@ -367,7 +373,7 @@ impl ControlSet {
                 let slots = match model.scope {
                     Scope::Client => clients,
                     Scope::Process => processes,
-                    Scope::Global => 1,
+                    Scope::Global | Scope::CallingInstance => 1,
                 };
                 Scoped {
                     model: model.clone(),
@@ -500,7 +506,8 @@ fn state_of(scoped: &mut Scoped, processes: u64, client: u32) -> &mut dyn Contro
     let slot = match scoped.model.scope {
         Scope::Client => client as usize % scoped.states.len(),
         Scope::Process => (u64::from(client) % processes) as usize % scoped.states.len(),
-        Scope::Global => 0,
+        // A calling instance's set is its own (`Engine::caller_controls`).
+        Scope::Global | Scope::CallingInstance => 0,
     };
     let config = &scoped.model.config;
     scoped.states[slot]

@@ -20,7 +20,7 @@ pub use describe::{
 
 use crate::base::capacity::CapacityCurve;
 use crate::base::distribution::Distribution;
-use crate::control::{ControlKind, ControlModel};
+use crate::control::{ControlKind, ControlModel, Scope};
 use crate::retry::backoff::Jitter;
 use crate::retry::decision::{StatusSet, is_idempotent_method};
 use crate::retry::retry_after::RetryAfterMode;
@@ -148,10 +148,10 @@ pub struct CallerPolicy {
     pub deadline: Deadline,
     /// Client-side overload controls, in the order they are asked.
     pub controls: Vec<ControlModel>,
-    /// Hedged requests instead of retries.
     /// A retry to a fleet draws a host it already tried again, up to this many times
     /// (Envoy's `previous_hosts` with `host_selection_retry_max_attempts`; 0: off).
     pub previous_hosts: u32,
+    /// Hedged requests instead of retries.
     pub hedging: Option<HedgingModel>,
 }
 
@@ -827,7 +827,14 @@ impl CallerPolicy {
                 CallDeadline::Fresh(budget) => Deadline::Budget(budget.micros()),
                 CallDeadline::PropagateAtMost(budget) => Deadline::PropagateAtMost(budget.micros()),
             },
-            controls: controls(&retry.controls),
+            // Each instance of the calling service keeps its own state of every control.
+            controls: controls(&retry.controls)
+                .into_iter()
+                .map(|control| ControlModel {
+                    scope: Scope::CallingInstance,
+                    ..control
+                })
+                .collect(),
             hedging: retry
                 .hedging
                 .as_ref()

@@ -449,7 +449,7 @@ fn control_state_bytes(
             let slots = match spec.get_ref().model().scope {
                 Scope::Client => clients.count.get_ref().get(),
                 Scope::Process => clients.processes.get_ref().get(),
-                Scope::Global => 1,
+                Scope::Global | Scope::CallingInstance => 1,
             };
             states(spec, slots as f64, operations * client_sends)
         })
