@@ -107,13 +107,28 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
             escape(&format!("{:?}", upstream.outage).to_lowercase()),
         )
     };
+    // The users' timeouts as the policies run them (an imported config or a policy may set
+    // its own), not `[clients]`'s defaults.
+    let timeouts: Vec<(String, String)> = run
+        .policies
+        .iter()
+        .map(|policy| {
+            let text = policy.model.users.policy.text();
+            (text.deadline, text.attempt_timeout)
+        })
+        .collect();
+    let timeouts = match timeouts.first() {
+        Some((deadline, attempt)) if timeouts.iter().all(|other| other == &timeouts[0]) => {
+            format!("deadline {deadline}, attempt timeout {attempt}")
+        }
+        _ => "deadline and attempt timeout per policy (below)".to_string(),
+    };
     let _ = writeln!(
         page,
-        r#"<p class="meta">{} clients ({} workload), deadline {}, attempt timeout {}; {services}; simulated for {} with seed {}, in buckets of {}.</p>"#,
+        r#"<p class="meta">{} clients ({} workload), {}; {services}; simulated for {} with seed {}, in buckets of {}.</p>"#,
         clients.count.get_ref().get(),
         escape(&format!("{:?}", clients.workload.get_ref()).to_lowercase()),
-        clients.deadline,
-        clients.attempt_timeout,
+        escape(&timeouts),
         scenario.duration.get_ref(),
         scenario.seed,
         scenario.bucket.get_ref(),

@@ -121,12 +121,15 @@ fn diagram_with_text(model: &Model, policies: &[(&str, &Model)]) -> String {
                 true => format!("queue ≤ {}, holds the data", service.queue_limit),
                 false => format!("queue ≤ {}", service.queue_limit),
             };
+            let workers = match service.fleet.instances {
+                1 => format!("{} workers", service.workers),
+                instances => format!("{instances} instances of {} workers", service.workers),
+            };
             Box::new(
                 &service.name,
                 &[
                     format!(
-                        "{} workers, {}",
-                        service.workers,
+                        "{workers}, {}",
                         short_distribution(&service.service_time.to_string())
                     ),
                     details,
