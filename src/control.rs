@@ -136,6 +136,17 @@ pub trait Control {
     }
     /// An attempt this control admitted will not go out: a later control refused it.
     fn send_cancelled(&mut self, _now: Micros) {}
+    /// It refused to send now: may the attempt wait for it instead (a place in the queue of
+    /// an HTTP/1.1 connection pool, then taken)?
+    fn waits(&mut self, _now: Micros) -> bool {
+        false
+    }
+    /// May the first attempt waiting for it go out now?
+    fn has_room(&self) -> bool {
+        true
+    }
+    /// An attempt waiting for it leaves the queue: it goes out, or its caller gave up.
+    fn wait_ended(&mut self) {}
     /// Every control admitted the attempt: how long must it wait before it goes out? `None`
     /// if not within `time_left` (then nothing is reserved); a control that answers more than
     /// zero has reserved its slot (the AWS adaptive rate limiter).
@@ -191,6 +202,11 @@ impl ControlConfig {
             ControlConfig::AwsAdaptive => ControlKind::AwsAdaptive,
             ControlConfig::ConnectionPool(_) => ControlKind::ConnectionPool,
         }
+    }
+
+    /// Whether an attempt it refuses may wait for it: an HTTP/1.1 connection pool.
+    pub fn lets_wait(&self) -> bool {
+        matches!(self, ControlConfig::ConnectionPool(pool) if pool.max_pending.is_some())
     }
 
     /// A fresh state.
@@ -317,13 +333,18 @@ impl fmt::Display for ControlModel {
                 c.capacity, c.retry_cost, c.timeout_cost
             ),
             ControlConfig::AwsAdaptive => f.write_str("AWS adaptive rate limiter"),
-            ControlConfig::ConnectionPool(c) => {
-                write!(
+            ControlConfig::ConnectionPool(c) => match c.max_pending {
+                None => write!(
                     f,
                     "connection pool of {} requests in flight",
                     c.max_requests
-                )
-            }
+                ),
+                Some(pending) => write!(
+                    f,
+                    "HTTP/1.1 connection pool of {} requests in flight, {pending} more waiting",
+                    c.in_flight()
+                ),
+            },
             ControlConfig::SreThrottling(c) => write!(
                 f,
                 "adaptive throttling K = {} over {}s",
@@ -346,6 +367,27 @@ impl fmt::Display for ControlModel {
         }?;
         write!(f, " (per {})", self.scope.name())
     }
+}
+
+/// What a caller's controls made of an attempt about to go out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admission {
+    /// It goes out after this delay; at once if 0, when the controls have heard it sent.
+    After(Micros),
+    /// It waits in this queue until a place frees ([`ControlSet::has_room`]), or its caller
+    /// gives up.
+    Waits(WaitQueue),
+    /// It is not sent, for this reason.
+    Refused(FailureReason),
+}
+
+/// A queue of attempts waiting for one control's state: an HTTP/1.1 pool's pending requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct WaitQueue {
+    /// The control, in the caller's order.
+    pub control: usize,
+    /// Its state (the scope slot).
+    pub slot: usize,
 }
 
 /// One control and its states, one per scope slot, built when first used.
@@ -412,34 +454,39 @@ impl ControlSet {
     }
 
     /// May `client` send an attempt now, and after what delay? On a refusal, says why: the
-    /// control that refused, or the deadline a rate limiter's delay would pass; the controls
-    /// that had admitted it (and, for a retry, admitted the retry) are told. Without a delay
-    /// the attempt goes out at once and the controls hear [`Control::sent`]; with one, the
-    /// caller calls [`ControlSet::sent`] when it goes out.
+    /// control that refused, or `deadline-exhausted` when a rate limiter has no token before
+    /// the deadline (`time_left`). A control that refuses may let the attempt wait for it
+    /// instead ([`Admission::Waits`]), if every other control admits it. Controls that had
+    /// admitted a refused attempt (and, for a retry, admitted the retry) are told. Without a
+    /// delay the attempt goes out at once and the controls hear [`Control::sent`]; with one,
+    /// or after a wait, the caller calls [`ControlSet::sent`] when it goes out.
     pub fn admit_send(
         &mut self,
         now: Micros,
         client: u32,
         retry: bool,
         time_left: Micros,
-    ) -> Result<Micros, FailureReason> {
+    ) -> Admission {
         let mut refusal = None;
+        let mut waiting = None;
         let mut admitted = 0;
         for index in 0..self.controls.len() {
-            if !state_of(&mut self.controls[index], self.processes, client).admit_send(
-                now,
-                retry,
-                &mut self.random,
-            ) {
-                refusal = Some(FailureReason::Control(
-                    self.controls[index].model.config.kind(),
-                ));
-                break;
+            let state = state_of(&mut self.controls[index], self.processes, client);
+            if !state.admit_send(now, retry, &mut self.random) {
+                if waiting.is_none() && state.waits(now) {
+                    waiting = Some(index);
+                } else {
+                    refusal = Some(FailureReason::Control(
+                        self.controls[index].model.config.kind(),
+                    ));
+                    break;
+                }
             }
             admitted += 1;
         }
         let mut delay = Some(0);
-        if refusal.is_none() {
+        // A send that waits for a connection does not wait for a rate limiter's token too.
+        if refusal.is_none() && waiting.is_none() {
             self.each(client, |control| {
                 delay = match (delay, control.send_delay(now, time_left)) {
                     (Some(longest), Some(this)) => Some(longest.max(this)),
@@ -452,18 +499,69 @@ impl ControlSet {
         }
         if let Some(reason) = refusal {
             for earlier in 0..admitted {
-                self.state(earlier, client).send_cancelled(now);
+                if Some(earlier) == waiting {
+                    self.state(earlier, client).wait_ended();
+                } else {
+                    self.state(earlier, client).send_cancelled(now);
+                }
             }
             if retry {
                 self.each(client, |control| control.retry_cancelled(now));
             }
-            return Err(reason);
+            return Admission::Refused(reason);
+        }
+        if let Some(control) = waiting {
+            return Admission::Waits(self.queue(control, client));
         }
         let delay = delay.unwrap_or(0);
         if delay == 0 {
             self.sent(now, client);
         }
-        Ok(delay)
+        Admission::After(delay)
+    }
+
+    /// The queue of control `control`'s state for `client`.
+    fn queue(&self, control: usize, client: u32) -> WaitQueue {
+        WaitQueue {
+            control,
+            slot: slot_of(&self.controls[control], self.processes, client),
+        }
+    }
+
+    /// The queues an attempt of `client` that ends may free a place in: those of its
+    /// controls' states that let attempts wait.
+    pub fn wait_queues(&self, client: u32) -> impl Iterator<Item = WaitQueue> + '_ {
+        (0..self.controls.len())
+            .filter(|&control| self.controls[control].model.config.lets_wait())
+            .map(move |control| self.queue(control, client))
+    }
+
+    /// May the first attempt waiting in `queue` go out now?
+    pub fn has_room(&self, queue: WaitQueue) -> bool {
+        self.controls[queue.control].states[queue.slot]
+            .as_ref()
+            .is_none_or(|state| state.has_room())
+    }
+
+    /// An attempt of `client` that waited gives up before it went out: the controls that had
+    /// admitted it (every one but those it waited for) and, for a retry, admitted the retry,
+    /// are told, as for a refusal.
+    pub fn send_abandoned(&mut self, now: Micros, client: u32, retry: bool) {
+        for index in 0..self.controls.len() {
+            if !self.controls[index].model.config.lets_wait() {
+                self.state(index, client).send_cancelled(now);
+            }
+        }
+        if retry {
+            self.each(client, |control| control.retry_cancelled(now));
+        }
+    }
+
+    /// An attempt waiting in `queue` leaves it (then goes out, or its caller gave up).
+    pub fn wait_ended(&mut self, queue: WaitQueue) {
+        if let Some(state) = self.controls[queue.control].states[queue.slot].as_mut() {
+            state.wait_ended();
+        }
     }
 
     /// An attempt of `client` goes out.
@@ -501,14 +599,19 @@ impl ControlSet {
     }
 }
 
-/// The state of `scoped` for `client`, built on first use.
-fn state_of(scoped: &mut Scoped, processes: u64, client: u32) -> &mut dyn Control {
-    let slot = match scoped.model.scope {
+/// Which state of `scoped` is `client`'s.
+fn slot_of(scoped: &Scoped, processes: u64, client: u32) -> usize {
+    match scoped.model.scope {
         Scope::Client => client as usize % scoped.states.len(),
         Scope::Process => (u64::from(client) % processes) as usize % scoped.states.len(),
         // A calling instance's set is its own (`Engine::caller_controls`).
         Scope::Global | Scope::CallingInstance => 0,
-    };
+    }
+}
+
+/// The state of `scoped` for `client`, built on first use.
+fn state_of(scoped: &mut Scoped, processes: u64, client: u32) -> &mut dyn Control {
+    let slot = slot_of(scoped, processes, client);
     let config = &scoped.model.config;
     scoped.states[slot]
         .get_or_insert_with(|| config.build())

@@ -117,11 +117,13 @@ mod ring_hash;
 mod server;
 pub mod service;
 
+use std::collections::{BTreeMap, VecDeque};
+
 use crate::base::distribution::Distribution;
 use crate::base::random::{Identity, Keyed, Purpose, Random, RequestWords, Stream};
 use crate::base::slab::{Key, Slab};
 use crate::base::time::Micros;
-use crate::control::ControlSet;
+use crate::control::{ControlSet, WaitQueue};
 use crate::engine::counters::{Measurements, Recorder, ServiceRecord};
 use crate::engine::event_queue::{EventQueue, Lane};
 use crate::engine::service::{Placement, Service};
@@ -247,6 +249,8 @@ enum Event {
     Send(Key),
     /// An attempt a client-side rate limiter held back goes out.
     DelayedSend(Key),
+    /// The deadline of a call whose attempt waits for a connection of its caller's pool.
+    PoolGiveUp(Key),
     /// A hedged call's next hedge is due.
     Hedge(Key),
     /// A request reaches its service.
@@ -776,6 +780,13 @@ struct Engine<'a, O: Observer> {
     caller_controls: Vec<ControlSet>,
     /// Some caller has a control: without one, the client side skips every control hook.
     controls_anywhere: bool,
+    /// The attempts waiting for a connection, per caller (see `controls_owner`) and pool
+    /// state, first come first served.
+    pool_waiters: BTreeMap<(u32, WaitQueue), VecDeque<Key>>,
+    /// Where each waiting attempt waits.
+    pool_waiting: BTreeMap<Key, (u32, WaitQueue)>,
+    /// Some caller has an HTTP/1.1 pool, where attempts wait.
+    pool_waits_anywhere: bool,
     /// The [`HedgeState`] of each operation slot that holds a hedged call; empty without
     /// hedging.
     hedges: Vec<HedgeState>,
@@ -887,6 +898,14 @@ impl<'a, O: Observer> Engine<'a, O> {
                 })
                 .collect(),
             controls_anywhere: model.any_caller(|policy| !policy.controls.is_empty()),
+            pool_waiters: BTreeMap::new(),
+            pool_waiting: BTreeMap::new(),
+            pool_waits_anywhere: model.any_caller(|policy| {
+                policy
+                    .controls
+                    .iter()
+                    .any(|control| control.config.lets_wait())
+            }),
             hedges: Vec::new(),
             hedging_anywhere: model.any_caller(|policy| policy.hedging.is_some()),
             extras: Vec::new(),
@@ -1013,6 +1032,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 }
             }
             Event::DelayedSend(operation) => self.delayed_send(operation),
+            Event::PoolGiveUp(operation) => self.pool_give_up(operation),
             Event::Hedge(operation) => self.hedge_due(operation),
             Event::Reach(attempt) => self.reach(attempt),
             Event::WorkDone(attempt) => self.work_done(attempt),
@@ -1052,9 +1072,10 @@ impl<'a, O: Observer> Engine<'a, O> {
             | Event::WriteArrives(key)
             | Event::Response(key)
             | Event::Timeout(key) => self.attempts.prefetch(key),
-            Event::Send(key) | Event::DelayedSend(key) | Event::Hedge(key) => {
-                self.operations.prefetch(key)
-            }
+            Event::Send(key)
+            | Event::DelayedSend(key)
+            | Event::PoolGiveUp(key)
+            | Event::Hedge(key) => self.operations.prefetch(key),
             Event::Arrival(_)
             | Event::ClientReady(..)
             | Event::Capacity(_)

@@ -7,7 +7,7 @@
 //! with its response) is recognised as stale instead of acting on the slot's new tenant.
 
 /// A reference to a slab entry: slot and generation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Key {
     /// Index of the slot.
     pub slot: u32,

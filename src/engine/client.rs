@@ -13,7 +13,9 @@ use super::{
 use crate::base::random::{Draw, Identity, Random, RequestWords};
 use crate::base::slab::Key;
 use crate::base::time::{MICROS_PER_MS, Micros};
-use crate::control::{AttemptEnd, CallEnd, ControlSet};
+use std::collections::VecDeque;
+
+use crate::control::{Admission, AttemptEnd, CallEnd, ControlSet, WaitQueue};
 use crate::model::{Arrivals, CallerPolicy, Deadline, Model, ServiceId, USERS_LINK};
 use crate::retry::decision::{Decision, RetryInput, StopReason, plan_retry};
 use crate::retry::retry_after::RetryAfterMode;
@@ -191,16 +193,81 @@ impl<O: Observer> Engine<'_, O> {
             return Passage::Now;
         }
         match controls.admit_send(now, client, retry, deadline.saturating_sub(now)) {
-            Ok(0) => Passage::Now,
-            Ok(delay) => {
+            Admission::After(0) => Passage::Now,
+            Admission::After(delay) => {
                 self.events.push(now + delay, Event::DelayedSend(key));
                 Passage::Held
             }
-            Err(FailureReason::Decision(StopReason::DeadlineExhausted)) => {
+            Admission::Refused(FailureReason::Decision(StopReason::DeadlineExhausted)) => {
                 self.events.push(deadline, Event::DelayedSend(key));
                 Passage::Held
             }
-            Err(reason) => Passage::Refused(reason),
+            Admission::Refused(reason) => Passage::Refused(reason),
+            Admission::Waits(queue) => {
+                let owner = controls_owner(call);
+                self.pool_waiters
+                    .entry((owner, queue))
+                    .or_default()
+                    .push_back(key);
+                self.pool_waiting.insert(key, (owner, queue));
+                self.events.push(deadline, Event::PoolGiveUp(key));
+                Passage::Held
+            }
+        }
+    }
+
+    /// An attempt of `client`, a caller under `call`, ended: the first attempts waiting for a
+    /// connection of its pool go out, as many as have room.
+    fn wake_pool_waiters(&mut self, call: Option<DownstreamCall>, client: u32) {
+        let owner = controls_owner(call);
+        let queues: Vec<WaitQueue> = self.controls_of(call).wait_queues(client).collect();
+        for queue in queues {
+            while self.controls_of(call).has_room(queue) {
+                let Some(key) = self
+                    .pool_waiters
+                    .get_mut(&(owner, queue))
+                    .and_then(VecDeque::pop_front)
+                else {
+                    break;
+                };
+                self.pool_waiting.remove(&key);
+                self.controls_of(call).wait_ended(queue);
+                // A hedged call may have ended while this hedge waited.
+                let Some(operation) = self.operations.get(key).filter(|o| !o.finished) else {
+                    continue;
+                };
+                let waiter = operation.client;
+                let now = self.now;
+                self.controls_of(call).sent(now, waiter);
+                self.send(key, false);
+            }
+        }
+    }
+
+    /// The deadline of a call whose attempt waits for a connection: if it still waits, it
+    /// leaves the queue and the call ends, as the caller gives up.
+    pub(super) fn pool_give_up(&mut self, key: Key) {
+        let Some((owner, queue)) = self.pool_waiting.remove(&key) else {
+            return;
+        };
+        if let Some(waiters) = self.pool_waiters.get_mut(&(owner, queue)) {
+            waiters.retain(|&waiting| waiting != key);
+        }
+        let now = self.now;
+        let live = self
+            .operations
+            .get(key)
+            .filter(|o| !o.finished)
+            .map(|o| (o.client, o.attempt > 0));
+        let controls = match owner {
+            0 => &mut self.user_controls,
+            instance => &mut self.caller_controls[instance as usize - 1],
+        };
+        controls.wait_ended(queue);
+        // A hedged call may have ended while this hedge waited.
+        if let Some((client, retry)) = live {
+            controls.send_abandoned(now, client, retry);
+            self.refuse(key, StopReason::DeadlineExhausted.into());
         }
     }
 
@@ -540,6 +607,9 @@ impl<O: Observer> Engine<'_, O> {
                     latency: now - send,
                 };
                 controls.attempt_ended(now, client, &end);
+                if self.pool_waits_anywhere {
+                    self.wake_pool_waiters(call, client);
+                }
             }
         }
         let (next_delay, next) = if status_check {
@@ -874,7 +944,8 @@ impl<O: Observer> Engine<'_, O> {
 pub(super) enum Passage {
     /// It goes out now.
     Now,
-    /// A rate limiter holds it; an `Event::DelayedSend` is scheduled.
+    /// A rate limiter holds it (an `Event::DelayedSend` is scheduled), or it waits for a
+    /// connection of its caller's pool.
     Held,
     /// A control refused it, for this reason.
     Refused(FailureReason),
@@ -889,6 +960,13 @@ pub(super) enum Heard {
     Timeout,
     /// Nothing, and it no longer asks (a hedge cancelled once another answered).
     Nothing,
+}
+
+/// Whose controls a call's are, as the pool queues name them: 0 for the users', 1 + the
+/// calling instance for a service's.
+#[inline]
+fn controls_owner(call: Option<DownstreamCall>) -> u32 {
+    call.map_or(0, |call| 1 + u32::from(call.service))
 }
 
 /// The scope of the balancer that picks for `call` (see [`super::balancer`]): the process of

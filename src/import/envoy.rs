@@ -16,10 +16,10 @@
 //! | no retry budget: `max_retries` (default 3) | a `retry-budget` control of 0% and `min_concurrency = max_retries`: Envoy's default cap of 3 concurrent retries |
 //! | `retry_host_predicate: [{ name: envoy.retry_host_predicates.previous_hosts }]`, `host_selection_retry_max_attempts` (default 1) | `previous_hosts`: a retry avoids the hosts its call tried, at a fleet |
 //! | `circuit_breakers.thresholds[0].max_requests` (default 1024) | a `connection-pool` control, per process: an attempt over it ends the call with `pool-overflow` |
+//! | `max_connections`, `max_pending_requests` (default 1024 each, if either is written) | the pool is HTTP/1.1: a request that finds every connection busy waits, up to `max_pending_requests` |
 //!
 //! Conditions and settings that depend on what the simulator does not model (response
-//! headers, gRPC statuses, host metadata, priorities, the HTTP/1.1 pool's `max_connections` and
-//! `max_pending_requests`) are refused by name.
+//! headers, gRPC statuses, host metadata, priorities) are refused by name.
 //! A `retry_on` of `retriable-status-codes` alone retries the listed statuses and no timeout,
 //! reset or refused connection, as such an Envoy does.
 
@@ -29,7 +29,7 @@ use super::{ImportError, Imported, field_error, integer, positive_seconds, refus
 use crate::base::time::Duration;
 use crate::base::values::{Bounded, BudgetPercent};
 use crate::control::ControlKind;
-use crate::control::connection_pool::{DEFAULT_MAX_REQUESTS, POOL_WAIT_NOT_MODELLED};
+use crate::control::connection_pool::{DEFAULT_HTTP1_LIMIT, DEFAULT_MAX_REQUESTS};
 use crate::retry::backoff::Jitter;
 use crate::retry::decision::StatusSet;
 use crate::retry::retry_after::RetryAfterMode;
@@ -421,10 +421,15 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
     refuse_unknown(
         thresholds,
         prefix,
-        &["priority", "retry_budget", "max_retries", "max_requests"],
         &[
-            ("max_connections", POOL_WAIT_NOT_MODELLED),
-            ("max_pending_requests", POOL_WAIT_NOT_MODELLED),
+            "priority",
+            "retry_budget",
+            "max_retries",
+            "max_requests",
+            "max_connections",
+            "max_pending_requests",
+        ],
+        &[
             ("max_connection_pools", "connection pools are not simulated"),
             ("track_remaining", "a statistic, not a behaviour"),
         ],
@@ -486,30 +491,53 @@ fn retry_limit(value: Option<&Value>, imported: &mut Imported) -> Result<Control
     Ok(concurrency(percent, min))
 }
 
-/// The cluster's limit on requests in flight: `max_requests`, Envoy's 1024 if not written. The
-/// circuit breakers were checked by [`retry_limit`].
+/// The cluster's limits on requests in flight: `max_requests`, Envoy's 1024 if not written,
+/// and, if the config writes `max_connections` or `max_pending_requests`, an HTTP/1.1 pool of
+/// those (Envoy's 1024 each where not written). The circuit breakers were checked by
+/// [`retry_limit`].
 fn request_limit(
     breakers: Option<&Value>,
     imported: &mut Imported,
 ) -> Result<ControlSpec, ImportError> {
-    let written = breakers
+    let thresholds = breakers
         .and_then(|breakers| breakers.get("thresholds"))
-        .and_then(|thresholds| thresholds.get(0))
-        .and_then(|thresholds| thresholds.get("max_requests"));
-    let max = match written {
-        None => DEFAULT_MAX_REQUESTS,
-        Some(value) => integer(
-            value,
-            "circuit_breakers.thresholds[0].max_requests",
-            1_000_000_000,
-        )?,
+        .and_then(|thresholds| thresholds.get(0));
+    let read = |name: &str| -> Result<Option<u64>, ImportError> {
+        thresholds
+            .and_then(|thresholds| thresholds.get(name))
+            .map(|value| {
+                integer(
+                    value,
+                    &format!("circuit_breakers.thresholds[0].{name}"),
+                    1_000_000_000,
+                )
+            })
+            .transpose()
     };
+    let (requests, connections, pending) = (
+        read("max_requests")?,
+        read("max_connections")?,
+        read("max_pending_requests")?,
+    );
+    let max = requests.unwrap_or(DEFAULT_MAX_REQUESTS);
     imported.notes.push(format!(
         "max_requests {max}{}: at most {max} requests in flight per cluster, per Envoy; one more overflows (a local 503, never retried)",
-        if written.is_none() { " (Envoy's default)" } else { "" }
+        if requests.is_none() { " (Envoy's default)" } else { "" }
     ));
-    Ok(ControlSpec {
+    let mut spec = ControlSpec {
         max_requests: Some(Bounded(max)),
         ..ControlSpec::empty(ControlKind::ConnectionPool)
-    })
+    };
+    if connections.is_some() || pending.is_some() {
+        let (connections, pending) = (
+            connections.unwrap_or(DEFAULT_HTTP1_LIMIT),
+            pending.unwrap_or(DEFAULT_HTTP1_LIMIT),
+        );
+        imported.notes.push(format!(
+            "max_connections {connections}, max_pending_requests {pending}: an HTTP/1.1 pool, one request a connection; a request that finds every connection busy waits, up to {pending} waiting"
+        ));
+        spec.max_connections = Some(Bounded(connections));
+        spec.max_pending_requests = Some(Bounded(pending));
+    }
+    Ok(spec)
 }

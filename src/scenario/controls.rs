@@ -14,7 +14,7 @@ use crate::base::values::{Bounded, BudgetPercent, Percent, Positive};
 use crate::control::aws_retry_quota::AwsRetryQuotaConfig;
 use crate::control::circuit_breaker::{BreakerWindow, CircuitBreakerConfig};
 use crate::control::connection_pool::{
-    ConnectionPoolConfig, DEFAULT_MAX_REQUESTS, POOL_WAIT_NOT_MODELLED,
+    ConnectionPoolConfig, DEFAULT_HTTP1_LIMIT, DEFAULT_MAX_REQUESTS,
 };
 use crate::control::grpc_throttling::GrpcThrottlingConfig;
 use crate::control::retry_budget::{ConcurrencyBudgetConfig, WindowedBudgetConfig};
@@ -96,14 +96,12 @@ pub struct ControlSpec {
     /// `connection-pool`: attempts in flight at once (Envoy's `max_requests`: 1024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_requests: Option<Bounded<1, 1_000_000_000>>,
-    /// `connection-pool`: Envoy's HTTP/1.1 connection limit, read only to be refused with the
-    /// reason (requests waiting for a connection are not modelled).
+    /// `connection-pool`, HTTP/1.1: connections, one request each (1024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_connections: Option<u64>,
-    /// `connection-pool`: Envoy's limit on requests waiting for a connection, refused as
-    /// `max_connections` is.
+    pub max_connections: Option<Bounded<1, 1_000_000_000>>,
+    /// `connection-pool`, HTTP/1.1: requests that may wait for a connection (1024).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_pending_requests: Option<u64>,
+    pub max_pending_requests: Option<Bounded<0, 1_000_000_000>>,
 }
 
 /// The settings each kind reads, besides `kind` and `scope`.
@@ -236,14 +234,8 @@ impl ControlSpec {
                     return Err("wait_open must be above zero".into());
                 }
             }
-            ControlKind::ConnectionPool => {
-                if self.max_connections.is_some() || self.max_pending_requests.is_some() {
-                    return Err(format!(
-                        "not modelled: {POOL_WAIT_NOT_MODELLED}; a connection-pool control bounds the requests in flight with max_requests (1 to 10^9, Envoy's default 1024), as an HTTP/2 pool does"
-                    ));
-                }
+            ControlKind::AwsRetryQuota | ControlKind::AwsAdaptive | ControlKind::ConnectionPool => {
             }
-            ControlKind::AwsRetryQuota | ControlKind::AwsAdaptive => {}
         }
         Ok(())
     }
@@ -252,11 +244,24 @@ impl ControlSpec {
     pub fn model(&self) -> ControlModel {
         let config = match self.kind {
             ControlKind::AwsAdaptive => ControlConfig::AwsAdaptive,
-            ControlKind::ConnectionPool => ControlConfig::ConnectionPool(ConnectionPoolConfig {
-                max_requests: self
-                    .max_requests
-                    .map_or(DEFAULT_MAX_REQUESTS, |max| max.get()),
-            }),
+            ControlKind::ConnectionPool => {
+                // Either HTTP/1.1 limit makes the pool an HTTP/1.1 one, the other at Envoy's
+                // default.
+                let http1 = self.max_connections.is_some() || self.max_pending_requests.is_some();
+                ControlConfig::ConnectionPool(ConnectionPoolConfig {
+                    max_requests: self
+                        .max_requests
+                        .map_or(DEFAULT_MAX_REQUESTS, |max| max.get()),
+                    max_connections: http1.then(|| {
+                        self.max_connections
+                            .map_or(DEFAULT_HTTP1_LIMIT, |max| max.get())
+                    }),
+                    max_pending: http1.then(|| {
+                        self.max_pending_requests
+                            .map_or(DEFAULT_HTTP1_LIMIT, |max| max.get())
+                    }),
+                })
+            }
             ControlKind::RetryBudget => {
                 if let Some(min_concurrency) = self.min_concurrency {
                     let defaults = ConcurrencyBudgetConfig::default();
@@ -353,6 +358,8 @@ impl ControlSpec {
             ControlConfig::AwsAdaptive => {}
             ControlConfig::ConnectionPool(config) => {
                 spec.max_requests = Some(Bounded(config.max_requests));
+                spec.max_connections = config.max_connections.map(Bounded);
+                spec.max_pending_requests = config.max_pending.map(Bounded);
             }
             ControlConfig::WindowedBudget(config) => {
                 spec.percent = Some(BudgetPercent(config.percent));

@@ -123,7 +123,10 @@ fn an_envoy_retry_policy_maps_to_its_clients_behaviour() {
     // Envoy's default max_requests: 1024 requests in flight per Envoy; a written one wins.
     assert_eq!(
         policy.controls[1].config,
-        ControlConfig::ConnectionPool(ConnectionPoolConfig { max_requests: 1024 })
+        ControlConfig::ConnectionPool(ConnectionPoolConfig {
+            max_requests: 1024,
+            ..ConnectionPoolConfig::default()
+        })
     );
     let limited = model_importing(
         "pool.yaml",
@@ -131,14 +134,33 @@ fn an_envoy_retry_policy_maps_to_its_clients_behaviour() {
     );
     assert_eq!(
         limited.users.policy.controls[1].config,
-        ControlConfig::ConnectionPool(ConnectionPoolConfig { max_requests: 512 })
+        ControlConfig::ConnectionPool(ConnectionPoolConfig {
+            max_requests: 512,
+            ..ConnectionPoolConfig::default()
+        })
+    );
+    // max_connections or max_pending_requests make the pool HTTP/1.1, the other at 1024.
+    let http1 = model_importing(
+        "http1.yaml",
+        "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - max_connections: 100\n",
+    );
+    assert_eq!(
+        http1.users.policy.controls[1].config,
+        ControlConfig::ConnectionPool(ConnectionPoolConfig {
+            max_requests: 1024,
+            max_connections: Some(100),
+            max_pending: Some(1024),
+        })
     );
     // Without circuit_breakers, Envoy's default max_retries = 3 caps concurrent retries, and
     // its default max_requests = 1024 the requests in flight.
     let defaults = model_of("envoy-default-retries.json");
     assert_eq!(
         defaults.users.policy.controls[1].config,
-        ControlConfig::ConnectionPool(ConnectionPoolConfig { max_requests: 1024 })
+        ControlConfig::ConnectionPool(ConnectionPoolConfig {
+            max_requests: 1024,
+            ..ConnectionPoolConfig::default()
+        })
     );
     assert_eq!(
         defaults.users.policy.retry_after,
@@ -312,12 +334,11 @@ fn unmodelled_settings_are_refused_by_name() {
     );
     assert_contains(
         &envoy(
-            "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - max_connections: 10\n",
+            "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - max_connection_pools: 10\n",
         ),
         &[
-            "circuit_breakers.thresholds[0].max_connections",
+            "circuit_breakers.thresholds[0].max_connection_pools",
             "not simulated",
-            "HTTP/1.1 pool",
         ],
     );
     assert_contains(

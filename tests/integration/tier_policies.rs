@@ -269,7 +269,7 @@ fn a_tier_imports_an_envoy_config() {
     assert_eq!(edge.deadline, Deadline::Propagate);
     assert_eq!(
         edge.controls[0].to_string(),
-        "retry budget 0% of requests in flight, at least 3 (per process)"
+        "retry budget 0% of requests in flight, at least 3 (per calling instance)"
     );
     write("retry = { import = \"edge.yaml\", max_attempts = 1 }");
     let scenario = load(&path, &[]).unwrap();
