@@ -159,6 +159,14 @@ impl<O: Observer> Engine<'_, O> {
         }
     }
 
+    /// The controls `owner` names (see [`controls_owner`]): of a call that may have ended.
+    fn owned_controls(&mut self, owner: u32) -> &mut ControlSet {
+        match owner {
+            0 => &mut self.user_controls,
+            instance => &mut self.caller_controls[instance as usize - 1],
+        }
+    }
+
     /// Sends an attempt of the request itself (first, or a `retry`) if the caller's controls
     /// admit it; a refusal ends the call with the refusing control as its reason.
     #[inline]
@@ -219,6 +227,10 @@ impl<O: Observer> Engine<'_, O> {
     /// An attempt of `client`, a caller under `call`, ended: the first attempts waiting for a
     /// connection of its pool go out, as many as have room.
     fn wake_pool_waiters(&mut self, call: Option<DownstreamCall>, client: u32) {
+        // Nobody waits, most of the time: nothing to look up, nothing to allocate.
+        if self.pool_waiting.is_empty() {
+            return;
+        }
         let owner = controls_owner(call);
         let queues: Vec<WaitQueue> = self.controls_of(call).wait_queues(client).collect();
         for queue in queues {
@@ -259,10 +271,7 @@ impl<O: Observer> Engine<'_, O> {
             .get(key)
             .filter(|o| !o.finished)
             .map(|o| (o.client, o.attempt > 0));
-        let controls = match owner {
-            0 => &mut self.user_controls,
-            instance => &mut self.caller_controls[instance as usize - 1],
-        };
+        let controls = self.owned_controls(owner);
         controls.wait_ended(queue);
         // A hedged call may have ended while this hedge waited.
         if let Some((client, retry)) = live {

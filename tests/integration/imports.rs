@@ -128,24 +128,30 @@ fn an_envoy_retry_policy_maps_to_its_clients_behaviour() {
             ..ConnectionPoolConfig::default()
         })
     );
-    let limited = model_importing(
-        "pool.yaml",
-        "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - max_requests: 512\n",
-    );
+    // The pool an Envoy config with these circuit-breaker `thresholds` imports to.
+    let pool_of = |thresholds: &str| {
+        model_importing(
+            "pool.yaml",
+            &format!(
+                "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - {thresholds}\n"
+            ),
+        )
+        .users
+        .policy
+        .controls[1]
+            .config
+            .clone()
+    };
     assert_eq!(
-        limited.users.policy.controls[1].config,
+        pool_of("max_requests: 512"),
         ControlConfig::ConnectionPool(ConnectionPoolConfig {
             max_requests: 512,
             ..ConnectionPoolConfig::default()
         })
     );
     // max_connections or max_pending_requests make the pool HTTP/1.1, the other at 1024.
-    let http1 = model_importing(
-        "http1.yaml",
-        "retry_policy:\n  retry_on: 5xx\ncircuit_breakers:\n  thresholds:\n    - max_connections: 100\n",
-    );
     assert_eq!(
-        http1.users.policy.controls[1].config,
+        pool_of("max_connections: 100"),
         ControlConfig::ConnectionPool(ConnectionPoolConfig {
             max_requests: 1024,
             max_connections: Some(100),
