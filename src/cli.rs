@@ -56,8 +56,8 @@ enum Command {
     /// Example (the article's worked example): retrystorm decide --method POST --status 503
     /// --attempt 2 --now-ms 1000 --deadline-ms 3000 --idempotency-key
     Decide(decide::DecideArgs),
-    /// Read a gRPC service config or an Envoy retry policy and print the equivalent
-    /// [[policy]] table, with notes on how it was mapped.
+    /// Read a client config (gRPC, Envoy, Istio, Linkerd, resilience4j, AWS SDK) and print the
+    /// equivalent [[policy]] table, with notes on how it was mapped.
     ///
     /// Example: retrystorm import scenarios/configs/grpc-service-config.json
     Import(import::ImportArgs),

@@ -1,5 +1,8 @@
-//! Importing the retry configs teams already run: a gRPC service config ([`grpc`]) and an
-//! Envoy route `retry_policy` with its cluster's retry budget ([`envoy`]).
+//! Importing the retry configs teams already run: a gRPC service config ([`grpc`]), an Envoy
+//! route `retry_policy` with its cluster's retry budget ([`envoy`]), an Istio VirtualService
+//! route ([`istio`]), a Linkerd ServiceProfile route or retry annotations ([`linkerd`]),
+//! resilience4j's retry and circuit breaker from a Spring `application.yml` ([`resilience4j`]),
+//! and an AWS SDK profile of `~/.aws/config` ([`aws`]).
 //!
 //! An import turns a config into the settings of a `[[policy]]`: backoff, attempts, retryable
 //! statuses, jitter, Retry-After handling, timeouts and controls, each mapped as the client that
@@ -9,13 +12,17 @@
 //! faithful but worth knowing (a clamp, a default filled in, a mapping of gRPC codes to HTTP
 //! statuses) are returned as notes, which `retrystorm import` prints as comments.
 //!
-//! Both JSON and YAML are read into one JSON value ([`document`]), so the two importers see one
-//! shape; the file is read as every input file is ([`crate::base::text_file`]), at most
+//! JSON and YAML are read into one JSON value ([`document`]), so the importers see one shape
+//! (the AWS INI file has its own small reader); the file is read as every input file is ([`crate::base::text_file`]), at most
 //! [`MAX_CONFIG_BYTES`]. Keys echoed in errors go through [`crate::base::escape::user_text`].
 
+pub mod aws;
 pub mod document;
 pub mod envoy;
 pub mod grpc;
+pub mod istio;
+pub mod linkerd;
+pub mod resilience4j;
 pub mod yaml_limits;
 
 use std::fmt;
@@ -24,8 +31,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::scenario::{
-    ConfigSource, Override, Scenario, ScenarioError, check_resolved_fits, load_with_configs,
-    read_scenario,
+    ConfigSource, ImportPart, Override, Scenario, ScenarioError, check_resolved_fits,
+    load_with_configs, read_scenario,
 };
 
 use crate::base::time::{Duration, MICROS_PER_SECOND};
@@ -91,19 +98,18 @@ pub fn load_str(
 pub struct ConfigFiles;
 
 impl ConfigSource for ConfigFiles {
-    fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String> {
-        import_file(path, method).map_err(|error| error.to_string())
+    fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String> {
+        import_file(path, part).map_err(|error| error.to_string())
     }
 }
 
 /// The largest config file read, as for scenarios: a config is a few kilobytes.
 pub const MAX_CONFIG_BYTES: u64 = crate::scenario::MAX_SCENARIO_BYTES;
 
-/// Reads the config at `path` (JSON, or YAML for `.yaml`/`.yml`) and imports it: a gRPC
-/// service config if it has `methodConfig` or `retryThrottling`, an Envoy retry policy if it
-/// has `retry_policy`. `method` chooses among several `methodConfig` entries.
-pub fn import_file(path: &Path, method: Option<&str>) -> Result<Imported, ImportError> {
-    import_text_of(path, &read_config(path)?, method)
+/// Reads the config at `path` and imports it ([`import_str`] says how its kind is told);
+/// `part` chooses among several methods, routes, instances or profiles.
+pub fn import_file(path: &Path, part: Option<&ImportPart>) -> Result<Imported, ImportError> {
+    import_text_of(path, &read_config(path)?, part)
 }
 
 /// The text of the config at `path`: a regular file of at most [`MAX_CONFIG_BYTES`], UTF-8.
@@ -121,45 +127,197 @@ pub fn read_config(path: &Path) -> Result<String, ImportError> {
     })
 }
 
-/// Imports `text`, the config that was read from `path` (JSON, or YAML for `.yaml`/`.yml`);
-/// `path` names it in errors and is not read.
+/// Imports `text`, the config that was read from `path` (YAML for `.yaml`/`.yml`, else JSON
+/// or an AWS INI file); `path` names it in errors and is not read.
 pub fn import_text_of(
     path: &Path,
     text: &str,
-    method: Option<&str>,
+    part: Option<&ImportPart>,
 ) -> Result<Imported, ImportError> {
     let yaml = matches!(
         path.extension().and_then(|e| e.to_str()),
         Some("yaml" | "yml")
     );
-    import_str(text, yaml, method).map_err(|error| ImportError {
+    import_str(text, yaml, part).map_err(|error| ImportError {
         file: path.display().to_string(),
         ..error
     })
 }
 
-/// Imports a config given as text; `yaml` says how to read it.
-pub fn import_str(text: &str, yaml: bool, method: Option<&str>) -> Result<Imported, ImportError> {
+/// The kinds of config recognised, for the error about a file that is none of them.
+const RECOGNISED: &str = "a gRPC service config (methodConfig, retryThrottling), an Envoy retry policy (retry_policy), an Istio VirtualService (kind: VirtualService), a Linkerd ServiceProfile (kind: ServiceProfile) or a Service, HTTPRoute or GRPCRoute with retry.linkerd.io annotations, a Spring application.yml with resilience4j, or an AWS shared config file (an INI file of [default] and [profile NAME] sections); see scenarios/configs/";
+
+/// Imports a config given as text: YAML if `yaml`, else an AWS INI file if its first line
+/// that is not blank or a comment opens a `[section]`, else JSON. Its kind is told by keys no
+/// other kind has: `methodConfig` or `retryThrottling` (gRPC), `retry_policy` (Envoy), `kind`
+/// (Istio, Linkerd), a `resilience4j` root (Spring).
+pub fn import_str(
+    text: &str,
+    yaml: bool,
+    part: Option<&ImportPart>,
+) -> Result<Imported, ImportError> {
+    if !yaml && aws::is_ini(text) {
+        return aws::import(
+            text,
+            part_for(part, "import_profile", "an AWS config file")?,
+        );
+    }
     let document = document::parse(text, yaml)?;
     let Value::Object(object) = &document else {
-        return Err(field_error("", "the config must be an object"));
+        return Err(field_error(
+            "",
+            format!("the config must be an object: {RECOGNISED}"),
+        ));
     };
     if object.contains_key("methodConfig") || object.contains_key("retryThrottling") {
-        grpc::import(object, method)
+        grpc::import(
+            object,
+            part_for(part, "import_method", "a gRPC service config")?,
+        )
     } else if object.contains_key("retry_policy") {
-        if method.is_some() {
-            return Err(field_error(
-                "",
-                "import_method chooses a gRPC methodConfig; an Envoy retry policy has none",
-            ));
-        }
+        part_for(part, "", "an Envoy retry policy")?;
         envoy::import(object)
+    } else if object.contains_key("resilience4j") {
+        resilience4j::import(
+            object,
+            part_for(part, "import_instance", "a resilience4j config")?,
+        )
+    } else if let Some(kind) = object.get("kind") {
+        match kind.as_str() {
+            Some("VirtualService") => istio::import_virtual_service(
+                object,
+                part_for(part, "import_route", "an Istio VirtualService")?,
+            ),
+            Some("DestinationRule") => {
+                part_for(part, "", "an Istio DestinationRule")?;
+                istio::import_destination_rule(object)
+            }
+            Some("ServiceProfile") => linkerd::import_service_profile(
+                object,
+                part_for(part, "import_route", "a Linkerd ServiceProfile")?,
+            ),
+            Some("Service" | "HTTPRoute" | "GRPCRoute") => {
+                part_for(part, "", "a Kubernetes resource with Linkerd annotations")?;
+                linkerd::import_annotations(object)
+            }
+            _ => Err(field_error(
+                "kind",
+                format!(
+                    "{} is not a kind read here; the kinds are VirtualService, DestinationRule (Istio), ServiceProfile, Service, HTTPRoute and GRPCRoute (Linkerd)",
+                    crate::base::escape::user_text(&kind.to_string())
+                ),
+            )),
+        }
     } else {
         Err(field_error(
             "",
-            "neither a gRPC service config (methodConfig, retryThrottling) nor an Envoy retry policy (retry_policy); see scenarios/configs/ for both",
+            format!("not a config read here; the configs read are {RECOGNISED}"),
         ))
     }
+}
+
+/// The name `part` gives, if it is the `field` this kind of config reads (`""`: it reads
+/// none); `what` names the kind in the error.
+fn part_for<'p>(
+    part: Option<&'p ImportPart>,
+    field: &str,
+    what: &str,
+) -> Result<Option<&'p str>, ImportError> {
+    match part {
+        None => Ok(None),
+        Some(part) if part.field == field => Ok(Some(&part.name)),
+        Some(part) => Err(field_error(
+            "",
+            if field.is_empty() {
+                format!("{} chooses a part of a config; {what} has one", part.field)
+            } else {
+                format!(
+                    "{} does not choose within {what}; it is chosen with {field}",
+                    part.field
+                )
+            },
+        )),
+    }
+}
+
+/// A duration as Go (Istio, Linkerd) writes it: a decimal number and a unit, `h`, `m`, `s`,
+/// `ms`, `us` or `µs` (`"250ms"`, `"1.5s"`, `"0s"`), to the microsecond; the parts of a
+/// compound one (`"1m30s"`) add up.
+pub(crate) fn go_duration(value: &Value, field: &str) -> Result<Duration, ImportError> {
+    let bad = || {
+        field_error(
+            field,
+            format!(
+                "{value} is not a duration; write a number and a unit (h, m, s, ms, us), such as \"250ms\" or \"2s\""
+            ),
+        )
+    };
+    let text = value.as_str().ok_or_else(bad)?;
+    let mut rest = text;
+    let mut total: u128 = 0;
+    if rest.is_empty() {
+        return Err(bad());
+    }
+    while !rest.is_empty() {
+        let number_len = rest
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .ok_or_else(bad)?;
+        let (number, after) = rest.split_at(number_len);
+        if number.is_empty() || number.matches('.').count() > 1 {
+            return Err(bad());
+        }
+        let unit_len = after
+            .find(|c: char| c.is_ascii_digit() || c == '.')
+            .unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let micros_per_unit: u128 = match unit {
+            "h" => 3_600_000_000,
+            "m" => 60_000_000,
+            "s" => 1_000_000,
+            "ms" => 1_000,
+            "us" | "µs" => 1,
+            _ => return Err(bad()),
+        };
+        total += decimal_micros(number, micros_per_unit).ok_or_else(|| {
+            field_error(
+                field,
+                format!("{text} is not a whole number of microseconds, the simulator's resolution"),
+            )
+        })?;
+        rest = after;
+    }
+    u64::try_from(total)
+        .ok()
+        .filter(|&micros| micros <= 1_000_000 * MICROS_PER_SECOND)
+        .map(Duration)
+        .ok_or_else(|| field_error(field, format!("{text} is longer than 10^6 s")))
+}
+
+/// `number` (decimal digits with at most one point) times `scale` microseconds, if whole.
+fn decimal_micros(number: &str, scale: u128) -> Option<u128> {
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if (whole.is_empty() && fraction.is_empty())
+        || fraction.contains('.')
+        || whole.len() > 12
+        || fraction.len() > 12
+    {
+        return None;
+    }
+    let whole: u128 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let digits: u128 = if fraction.is_empty() {
+        0
+    } else {
+        fraction.parse().ok()?
+    };
+    let denominator = 10u128.pow(fraction.len() as u32);
+    let scaled = digits * scale;
+    scaled
+        .is_multiple_of(denominator)
+        .then(|| whole * scale + scaled / denominator)
 }
 
 /// A duration as gRPC's JSON and Envoy's YAML write it: decimal seconds with an `s`
@@ -257,4 +415,30 @@ pub(crate) fn refuse_unknown(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn go(text: &str) -> Result<u64, String> {
+        go_duration(&Value::String(text.into()), "f")
+            .map(|d| d.micros())
+            .map_err(|e| e.to_string())
+    }
+
+    /// Go's `time.ParseDuration` units, compound durations adding up, and the refusals.
+    #[test]
+    fn go_durations_read_as_go_writes_them() {
+        assert_eq!(go("250ms"), Ok(250_000));
+        assert_eq!(go("1.5s"), Ok(1_500_000));
+        assert_eq!(go("1m30s"), Ok(90_000_000));
+        assert_eq!(go("2h"), Ok(7_200_000_000));
+        assert_eq!(go("0s"), Ok(0));
+        assert_eq!(go("10us"), Ok(10));
+        assert!(go("1.5us").unwrap_err().contains("microseconds"));
+        for bad in ["", "10", "ms", "1.2.3s", "5 s", "1d"] {
+            assert!(go(bad).unwrap_err().contains("not a duration"), "{bad}");
+        }
+    }
 }

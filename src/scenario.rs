@@ -27,7 +27,7 @@ use toml::Spanned;
 
 pub use crate::base::capacity::CapacityPoint;
 pub use controls::ControlSpec;
-pub use imported::Imported;
+pub use imported::{ImportPart, Imported};
 pub use links::{CLIENTS, LinkNetwork};
 pub use load::{
     ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,
@@ -481,6 +481,17 @@ pub struct CallRetry {
     /// whose policy is imported.
     #[serde(default, skip_serializing)]
     pub import_method: Option<String>,
+    /// With `import` of an Istio VirtualService or a Linkerd ServiceProfile of several routes:
+    /// the route's `name`.
+    #[serde(default, skip_serializing)]
+    pub import_route: Option<String>,
+    /// With `import` of a Spring `application.yml` of several resilience4j instances: the
+    /// instance's name.
+    #[serde(default, skip_serializing)]
+    pub import_instance: Option<String>,
+    /// With `import` of an AWS shared config file: the profile (default: `default`).
+    #[serde(default, skip_serializing)]
+    pub import_profile: Option<String>,
 }
 
 /// `hedging = { max_attempts = 3, delay = "50ms", non_fatal_statuses = [503] }`: gRPC's hedging
@@ -691,8 +702,10 @@ pub struct Policy {
     /// (a gRPC client, which has no per-attempt timeout).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt_timeout: Option<AttemptTimeout>,
-    /// Read the retry settings from a client config: a gRPC service config (JSON) or an Envoy
-    /// route `retry_policy` (YAML or JSON), relative to the scenario file. Settings written in
+    /// Read the retry settings from a client config (a gRPC service config, an Envoy route
+    /// `retry_policy`, an Istio VirtualService or DestinationRule, a Linkerd ServiceProfile or
+    /// annotations, resilience4j in a Spring `application.yml`, an AWS config file), relative
+    /// to the scenario file. Settings written in
     /// this table win over the imported ones; the resolved scenario has them all written out.
     #[serde(default, skip_serializing)]
     pub import: Option<Spanned<String>>,
@@ -700,6 +713,17 @@ pub struct Policy {
     /// whose policy is imported, `package.Service/Method` or `package.Service`.
     #[serde(default, skip_serializing)]
     pub import_method: Option<String>,
+    /// With `import` of an Istio VirtualService or a Linkerd ServiceProfile of several routes:
+    /// the route's `name`.
+    #[serde(default, skip_serializing)]
+    pub import_route: Option<String>,
+    /// With `import` of a Spring `application.yml` of several resilience4j instances: the
+    /// instance's name.
+    #[serde(default, skip_serializing)]
+    pub import_instance: Option<String>,
+    /// With `import` of an AWS shared config file: the profile (default: `default`).
+    #[serde(default, skip_serializing)]
+    pub import_profile: Option<String>,
     /// A client that ignores the operation's deadline: every attempt waits the full
     /// `attempt_timeout` and retries go on until the retry budget is spent, long after the
     /// caller has given up. For showing why the deadline belongs to the operation.
@@ -871,6 +895,9 @@ mod defaults {
             hedging: None,
             import: None,
             import_method: None,
+            import_route: None,
+            import_instance: None,
+            import_profile: None,
             idempotency_key: None,
             status_endpoint: None,
             idempotency_ttl: None,
@@ -900,6 +927,9 @@ mod defaults {
             previous_hosts: previous_hosts(),
             import: None,
             import_method: None,
+            import_route: None,
+            import_instance: None,
+            import_profile: None,
         }
     }
 }

@@ -38,7 +38,9 @@ use crate::import::{ImportError, Imported, import_text_of, read_config};
 use crate::model::Model;
 use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
-use crate::scenario::{ConfigSource, Override, Scenario, ScenarioError, load_with_configs};
+use crate::scenario::{
+    ConfigSource, ImportPart, Override, Scenario, ScenarioError, load_with_configs,
+};
 use crate::vocabulary::metric::{Better, METRICS, NamedMetric, ServiceShape};
 
 pub use crate::vocabulary::metric::parse_metric;
@@ -238,9 +240,9 @@ struct SweepConfigs<'a> {
 }
 
 impl ConfigSource for SweepConfigs<'_> {
-    fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String> {
+    fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String> {
         let text = self.text(path).map_err(|error| error.to_string())?;
-        import_text_of(path, &text, method).map_err(|error| error.to_string())
+        import_text_of(path, &text, part).map_err(|error| error.to_string())
     }
 }
 

@@ -86,7 +86,7 @@ pub struct DecideArgs {
     /// Random unit for honor-jittered's spread above Retry-After, clamped to [0, 1].
     #[arg(long, default_value_t = DEFAULT_RANDOM, allow_hyphen_values = true, group = "case")]
     retry_after_random: f64,
-    /// Jitter strategy: none, full, equal, decorrelated or grpc.
+    /// Jitter strategy: none, full, equal, decorrelated, grpc, linkerd or resilience4j.
     #[arg(long, default_value_t = Jitter::Full, group = "case")]
     jitter: Jitter,
     /// Retry-After handling: honor, ignore, honor-jittered or pushback.

@@ -7,17 +7,29 @@ use std::process::ExitCode;
 use clap::Args;
 
 use retrystorm::import::import_file;
-use retrystorm::scenario::{Policy, check_policy_name};
+use retrystorm::scenario::{ImportPart, Policy, check_policy_name};
 
 /// Flags of `import`.
 #[derive(Debug, Args)]
 pub struct ImportArgs {
-    /// The config: a gRPC service config (JSON) or an Envoy retry policy (YAML or JSON).
+    /// The config: a gRPC service config (JSON), an Envoy retry policy (YAML or JSON), an Istio
+    /// VirtualService or DestinationRule, a Linkerd ServiceProfile or annotated Service or
+    /// route (YAML), a Spring application.yml with resilience4j, or an AWS config file (INI).
     config: PathBuf,
     /// The gRPC method whose methodConfig is read, when there are several
     /// (`package.Service/Method` or `package.Service`).
-    #[arg(long)]
+    #[arg(long, group = "part")]
     method: Option<String>,
+    /// The route read (its `name`), when an Istio VirtualService or a Linkerd ServiceProfile
+    /// has several.
+    #[arg(long, group = "part")]
+    route: Option<String>,
+    /// The resilience4j instance read, when the application.yml has several.
+    #[arg(long, group = "part")]
+    instance: Option<String>,
+    /// The AWS profile read (default: `default`).
+    #[arg(long, group = "part")]
+    profile: Option<String>,
     /// The policy's name (default: the file's name without extension): 1 to 100 characters,
     /// without control characters, as a scenario's policy names.
     #[arg(long, value_parser = policy_name)]
@@ -26,7 +38,14 @@ pub struct ImportArgs {
 
 /// Prints the policy, or the error, which names the field.
 pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
-    let imported = match import_file(&args.config, args.method.as_deref()) {
+    let part = ImportPart::from_fields([
+        ("import_method", args.method.clone()),
+        ("import_route", args.route.clone()),
+        ("import_instance", args.instance.clone()),
+        ("import_profile", args.profile.clone()),
+    ])
+    .expect("clap allows one of them");
+    let imported = match import_file(&args.config, part.as_ref()) {
         Ok(imported) => imported,
         Err(error) => {
             super::report(format_args!("{error}"));

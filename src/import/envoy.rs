@@ -59,7 +59,9 @@ pub fn import(config: &Map<String, Value>) -> Result<Imported, ImportError> {
     Ok(imported)
 }
 
-fn read_retry_policy(
+/// Reads a route's `retry_policy` into `imported`: everything but the cluster's limits (Istio
+/// generates one, [`super::istio`]).
+pub(crate) fn read_retry_policy(
     policy: &Map<String, Value>,
     imported: &mut Imported,
 ) -> Result<(), ImportError> {

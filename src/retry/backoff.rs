@@ -80,21 +80,32 @@ pub enum Jitter {
     /// `floor(backoff * U(0.8, 1.2))`: gRPC's current formula (gRFC A6, 2024). It can fall up to
     /// 20% below base and rise up to 20% above cap.
     Grpc,
+    /// `floor(min(cap, backoff * U(1, 2)))`: Linkerd's proxy with its jitter ratio of 1
+    /// (`linkerd-exp-backoff`: `backoff + min(U(0, 1) * backoff, cap - backoff)`). It never falls
+    /// below the backoff.
+    Linkerd,
+    /// `floor(backoff * U(0.5, 1.5))`: resilience4j's randomized wait with its default
+    /// `randomizedWaitFactor` 0.5 (`IntervalFunction.randomize`, uniform over
+    /// `[d (1 - f), d (1 + f)]`; its extra millisecond at the top is left out). It can rise up to
+    /// 50% above cap.
+    Resilience4j,
 }
 
 crate::base::values::serde_via_str!(
     Jitter,
-    "a jitter name: none, full, equal, decorrelated or grpc"
+    "a jitter name: none, full, equal, decorrelated, grpc, linkerd or resilience4j"
 );
 
 impl Jitter {
     /// Every built-in strategy, in the order the documentation lists them.
-    pub const ALL: [Jitter; 5] = [
+    pub const ALL: [Jitter; 7] = [
         Jitter::None,
         Jitter::Full,
         Jitter::Equal,
         Jitter::Decorrelated,
         Jitter::Grpc,
+        Jitter::Linkerd,
+        Jitter::Resilience4j,
     ];
 
     /// The names accepted by [`Jitter::from_str`].
@@ -119,6 +130,8 @@ impl JitterStrategy for Jitter {
             Jitter::Equal => "equal",
             Jitter::Decorrelated => "decorrelated",
             Jitter::Grpc => "grpc",
+            Jitter::Linkerd => "linkerd",
+            Jitter::Resilience4j => "resilience4j",
         }
     }
 
@@ -134,6 +147,8 @@ impl JitterStrategy for Jitter {
                 input.cap_ms.min(low + (high - low) * u).floor()
             }
             Jitter::Grpc => (backoff * (0.8 + 0.4 * u)).floor(),
+            Jitter::Linkerd => input.cap_ms.min(backoff * (1.0 + u)).floor(),
+            Jitter::Resilience4j => (backoff * (0.5 + u)).floor(),
         }
     }
 
@@ -151,6 +166,11 @@ impl JitterStrategy for Jitter {
                 )
             }
             Jitter::Grpc => ((backoff * 0.8).floor(), (backoff * 1.2).floor()),
+            Jitter::Linkerd => (
+                input.cap_ms.min(backoff).floor(),
+                input.cap_ms.min(2.0 * backoff).floor(),
+            ),
+            Jitter::Resilience4j => ((backoff * 0.5).floor(), (backoff * 1.5).floor()),
         }
     }
 }
@@ -237,6 +257,14 @@ mod tests {
             (Jitter::Grpc, 0.0, 320.0),
             (Jitter::Grpc, 0.5, 400.0),
             (Jitter::Grpc, 1.0, 480.0),
+            // Linkerd: 400 * (1 + u), at most the cap of 2000.
+            (Jitter::Linkerd, 0.0, 400.0),
+            (Jitter::Linkerd, 0.5, 600.0),
+            (Jitter::Linkerd, 1.0, 800.0),
+            // resilience4j, factor 0.5: 400 * (0.5 + u).
+            (Jitter::Resilience4j, 0.0, 200.0),
+            (Jitter::Resilience4j, 0.5, 400.0),
+            (Jitter::Resilience4j, 1.0, 600.0),
         ];
         for (jitter, unit, expected) in cases {
             assert_eq!(
@@ -278,7 +306,7 @@ mod tests {
         let error = "ful".parse::<Jitter>().unwrap_err().to_string();
         assert_eq!(
             error,
-            "unknown jitter `ful` (did you mean `full`?); valid: none, full, equal, decorrelated, grpc"
+            "unknown jitter `ful` (did you mean `full`?); valid: none, full, equal, decorrelated, grpc, linkerd, resilience4j"
         );
     }
 }

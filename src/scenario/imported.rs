@@ -14,6 +14,36 @@ use super::{
     AttemptTimeout, CallDeadline, CallRetry, ControlSpec, Hedging, Policy, TransportError,
 };
 
+/// The part of a config an `import` reads when the config holds several (gRPC methods, mesh
+/// routes, resilience4j instances, AWS profiles): the field that named it and the name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ImportPart {
+    /// `import_method`, `import_route`, `import_instance` or `import_profile`.
+    pub field: &'static str,
+    /// The name written.
+    pub name: String,
+}
+
+impl ImportPart {
+    /// The part named by at most one of `fields` (a field's name and its value); an error if
+    /// several are written, as they choose within different formats.
+    pub fn from_fields(
+        fields: [(&'static str, Option<String>); 4],
+    ) -> Result<Option<ImportPart>, String> {
+        let mut written = fields
+            .into_iter()
+            .filter_map(|(field, name)| name.map(|name| ImportPart { field, name }));
+        let part = written.next();
+        if let (Some(first), Some(second)) = (&part, written.next()) {
+            return Err(format!(
+                "{} and {} choose within different kinds of config; write the one the imported config has",
+                first.field, second.field
+            ));
+        }
+        Ok(part)
+    }
+}
+
 /// What an import yields: the settings the config fixes, and notes on how they were mapped.
 #[derive(Debug, Clone, Default)]
 pub struct Imported {

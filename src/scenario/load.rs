@@ -17,7 +17,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 use super::incident::resolve_incident;
 use super::topology::resolve_defaults;
 use super::validate::validate;
-use super::{DEFAULT_POLICY_NAME, Imported, Overrides, Scenario};
+use super::{DEFAULT_POLICY_NAME, ImportPart, Imported, Overrides, Scenario};
 use crate::base::escape::user_text;
 use crate::base::suggest::did_you_mean;
 use crate::base::text_file::{TextFileError, byte_size, read_text};
@@ -140,8 +140,8 @@ pub const RESOLVED_HEADER: &str =
 /// bytes, and `merge` reads no path a shard names.
 pub trait ConfigSource: Sync {
     /// The settings of the config at `path` (the scenario's folder joined with the `import`),
-    /// for `method` where it has several; the error names the config and the field.
-    fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String>;
+    /// for the `part` named where it has several; the error names the config and the field.
+    fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String>;
 }
 
 /// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
@@ -304,7 +304,7 @@ pub(super) fn apply_overrides(
 struct NoImports;
 
 impl ConfigSource for NoImports {
-    fn import(&self, path: &Path, _: Option<&str>) -> Result<Imported, String> {
+    fn import(&self, path: &Path, _: Option<&ImportPart>) -> Result<Imported, String> {
         Err(format!(
             "{}: a resolved scenario imports nothing",
             path.display()
@@ -436,7 +436,13 @@ impl<'a> Source<'a> {
                 continue;
             };
             let written = keys(tables("policy").and_then(|tables| tables.get(index)));
-            let imported = self.import_config(&import, policy.import_method.take())?;
+            let part = [
+                ("import_method", policy.import_method.take()),
+                ("import_route", policy.import_route.take()),
+                ("import_instance", policy.import_instance.take()),
+                ("import_profile", policy.import_profile.take()),
+            ];
+            let imported = self.import_config(&import, part)?;
             imported.apply(policy, &written);
         }
         for (index, service) in scenario.service.iter_mut().enumerate() {
@@ -452,22 +458,30 @@ impl<'a> Source<'a> {
                     .and_then(|tables| tables.get(index))
                     .and_then(|table| table.get("retry")),
             );
-            let imported = self.import_config(&import, retry.import_method.take())?;
+            let part = [
+                ("import_method", retry.import_method.take()),
+                ("import_route", retry.import_route.take()),
+                ("import_instance", retry.import_instance.take()),
+                ("import_profile", retry.import_profile.take()),
+            ];
+            let imported = self.import_config(&import, part)?;
             imported.apply_to_call(retry, &written);
         }
         Ok(())
     }
 
     /// Reads the config an `import` names, relative to the scenario file, from the source of
-    /// configs.
+    /// configs; `part` holds the `import_*` fields that choose within it.
     fn import_config(
         &self,
         import: &toml::Spanned<String>,
-        method: Option<String>,
+        part: [(&'static str, Option<String>); 4],
     ) -> Result<Imported, ScenarioError> {
+        let part = ImportPart::from_fields(part)
+            .map_err(|message| self.error_at(import.span(), &message))?;
         let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
         let path = folder.join(import.get_ref());
-        let imported = self.configs.import(&path, method.as_deref());
+        let imported = self.configs.import(&path, part.as_ref());
         imported.map_err(|error| {
             self.error_at(
                 import.span(),

@@ -121,6 +121,11 @@ proptest! {
             Jitter::Equal => ((backoff / 2.0).floor(), backoff.floor()),
             Jitter::Decorrelated => (input.base_ms.floor(), input.cap_ms.floor()),
             Jitter::Grpc => ((0.8 * backoff).floor(), (1.2 * backoff).floor()),
+            Jitter::Linkerd => (
+                input.cap_ms.min(backoff).floor(),
+                input.cap_ms.min(2.0 * backoff).floor(),
+            ),
+            Jitter::Resilience4j => ((0.5 * backoff).floor(), (1.5 * backoff).floor()),
         };
         prop_assert!(expected.0 <= low && high <= expected.1, "{jitter}: [{low}, {high}] outside {expected:?}");
     }

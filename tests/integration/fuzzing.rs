@@ -1958,8 +1958,11 @@ fn importers_survive_adversarial_documents() {
                 }] += 1;
             }
         }
-        let method = fuzz.one_in(3).then_some("pkg.Svc/Get");
-        if let Err(error) = no_panic(input, || import_str(&text, yaml, method)) {
+        let method = fuzz.one_in(3).then(|| retrystorm::scenario::ImportPart {
+            field: "import_method",
+            name: "pkg.Svc/Get".into(),
+        });
+        if let Err(error) = no_panic(input, || import_str(&text, yaml, method.as_ref())) {
             let message = error.to_string();
             assert!(!message.chars().any(char::is_control), "{message:?}");
         }

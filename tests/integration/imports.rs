@@ -3,49 +3,95 @@
 
 use std::path::Path;
 
+use retrystorm::control::aws_retry_quota::AwsRetryQuotaConfig;
+use retrystorm::control::circuit_breaker::{BreakerWindow, CircuitBreakerConfig};
 use retrystorm::control::connection_pool::ConnectionPoolConfig;
 use retrystorm::control::grpc_throttling::GrpcThrottlingConfig;
-use retrystorm::control::retry_budget::ConcurrencyBudgetConfig;
+use retrystorm::control::retry_budget::{ConcurrencyBudgetConfig, WindowedBudgetConfig};
 use retrystorm::control::{ControlConfig, ControlKind};
 use retrystorm::import::load;
 use retrystorm::import::{import_file, import_str, yaml_limits};
 use retrystorm::model::{Deadline, Model};
 use retrystorm::retry::backoff::Jitter;
 use retrystorm::retry::retry_after::RetryAfterMode;
+use retrystorm::scenario::ImportPart;
 
 use crate::support::{assert_contains, model_importing};
 
+/// The part of a shipped config its examples read, where it has several: the `retrystorm
+/// import` flag and the scenario field that choose it.
+const SHIPPED_PARTS: [(&str, &str, &str, &str); 2] = [
+    (
+        "istio-reviews-virtualservice.yaml",
+        "--route",
+        "import_route",
+        "default",
+    ),
+    (
+        "resilience4j-application.yml",
+        "--instance",
+        "import_instance",
+        "payment",
+    ),
+];
+
 /// Every config in `scenarios/configs/` imports, and `retrystorm import`'s table for it reads
-/// back as a valid policy.
+/// back as a valid policy with exactly the imported settings: the printed `[[policy]]`, loaded,
+/// resolves to the same table as the scenario that imports the config.
 #[test]
 fn every_shipped_config_imports() {
     let mut count = 0;
     for entry in std::fs::read_dir("scenarios/configs").unwrap() {
         let path = entry.unwrap().path();
-        let imported = import_file(&path, None).unwrap_or_else(|error| panic!("{error}"));
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        let part = SHIPPED_PARTS.iter().find(|(name, ..)| *name == file);
+        let imported = import_file(
+            &path,
+            part.map(|(_, _, field, name)| ImportPart {
+                field,
+                name: name.to_string(),
+            })
+            .as_ref(),
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
         assert!(
             !imported.notes.is_empty(),
             "{}: notes say how it was mapped",
             path.display()
         );
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_retrystorm"))
-            .args(["import", path.to_str().unwrap()])
-            .output()
-            .unwrap();
+        let mut args = vec![path.to_str().unwrap(), "--name", "p"];
+        if let Some((_, flag, _, name)) = part {
+            args.extend([*flag, *name]);
+        }
+        let output = retrystorm_import(&args);
         assert!(
             output.status.success(),
             "{}",
             String::from_utf8_lossy(&output.stderr)
         );
         let table = String::from_utf8(output.stdout).unwrap();
-        let scenario = format!(
-            "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n{table}"
+        let head = "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n";
+        let printed =
+            retrystorm::import::load_str(&format!("{head}{table}"), "roundtrip.toml", &[])
+                .unwrap_or_else(|error| panic!("{}: {error}\n{table}", path.display()));
+        let choose = part
+            .map(|(_, _, field, name)| format!("{field} = \"{name}\"\n"))
+            .unwrap_or_default();
+        let importing = retrystorm::import::load_str(
+            &format!("{head}[[policy]]\nname = \"p\"\nimport = \"{file}\"\n{choose}"),
+            "scenarios/configs/importing.toml",
+            &[],
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        assert_eq!(
+            toml::to_string(&printed.policy[0]).unwrap(),
+            toml::to_string(&importing.policy[0]).unwrap(),
+            "{}",
+            path.display()
         );
-        retrystorm::import::load_str(&scenario, "roundtrip.toml", &[])
-            .unwrap_or_else(|error| panic!("{}: {error}\n{scenario}", path.display()));
         count += 1;
     }
-    assert!(count >= 4);
+    assert!(count >= 10);
 }
 
 /// The gRPC example (gRFC A6's retry policy and throttling): `maxAttempts = 4` counts the
@@ -355,7 +401,14 @@ fn unmodelled_settings_are_refused_by_name() {
         &import_str("{\"retries\": 3}", false, None)
             .unwrap_err()
             .to_string(),
-        &["neither a gRPC service config", "nor an Envoy retry policy"],
+        &[
+            "not a config read here",
+            "gRPC service config",
+            "Istio VirtualService",
+            "Linkerd ServiceProfile",
+            "resilience4j",
+            "AWS shared config file",
+        ],
     );
 }
 
@@ -576,7 +629,7 @@ fn a_method_falls_back_to_its_service_then_the_default_entry() {
         retry(4)
     );
     let chosen = |method: &str| {
-        let imported = import_str(&config, false, Some(method)).unwrap();
+        let imported = import_str(&config, false, Some(&method_part(method))).unwrap();
         (imported.max_attempts, imported.source)
     };
     let (attempts, source) = chosen("pkg.Svc/Get");
@@ -596,12 +649,596 @@ fn a_method_falls_back_to_its_service_then_the_default_entry() {
     // Without a default entry, a method of another service is refused with the names.
     let no_default = config.replacen(r#"{"name": [{}],"#, r#"{"name": [{"service": "x"}],"#, 1);
     assert_contains(
-        &import_str(&no_default, false, Some("other.Svc/Get"))
+        &import_str(&no_default, false, Some(&method_part("other.Svc/Get")))
             .unwrap_err()
             .to_string(),
         &[
             "no entry applies to \"other.Svc/Get\"",
             "x, pkg.Svc, pkg.Svc/Get",
         ],
+    );
+}
+
+/// `import_method = method`.
+fn method_part(method: &str) -> ImportPart {
+    ImportPart {
+        field: "import_method",
+        name: method.to_string(),
+    }
+}
+
+/// `text` imported as YAML, `part` naming its part (`("import_route", "default")`).
+fn import_yaml(
+    text: &str,
+    part: Option<(&'static str, &str)>,
+) -> Result<retrystorm::import::Imported, String> {
+    let part = part.map(|(field, name)| ImportPart {
+        field,
+        name: name.to_string(),
+    });
+    import_str(text, true, part.as_ref()).map_err(|error| error.to_string())
+}
+
+/// The model of a scenario whose one policy imports `config` from `scenarios/configs/`, with
+/// `choose` (an `import_*` line) and the scenario's `extra` settings.
+fn model_choosing(config: &str, choose: &str) -> Model {
+    let scenario = retrystorm::import::load_str(
+        &format!(
+            "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n[[policy]]\nname = \"p\"\nimport = \"{config}\"\n{choose}\n"
+        ),
+        "scenarios/configs/s.toml",
+        &[],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    Model::new(&scenario, &scenario.policy[0])
+}
+
+/// Bookinfo's reviews route (`default`): `attempts: 3` retries, the `perTryTimeout` of 2 s
+/// each, the route `timeout` of 10 s as the deadline; `retryOn` `gateway-error` (502-504 and
+/// every failure without a response) with the bare `503` added as a retriable status code
+/// (istiod's `parseRetryOn`); Envoy's backoff of 25 ms to 250 ms fully jittered; Istio's
+/// `previous_hosts` with 5 host selection attempts (`retryIgnorePreviousHosts` defaults to
+/// true); Retry-After ignored; no retry limit, as istiod sets Envoy's circuit breakers to
+/// 2^32 - 1 (`getDefaultCircuitBreakerThresholds`).
+#[test]
+fn an_istio_virtual_service_route_maps_to_its_envoy_retry_policy() {
+    let model = model_choosing(
+        "istio-reviews-virtualservice.yaml",
+        "import_route = \"default\"",
+    );
+    let policy = &model.users.policy;
+    assert_eq!(policy.max_attempts, 3);
+    assert_eq!(policy.attempt_timeout, 2_000_000);
+    assert_eq!(policy.deadline, Deadline::Budget(10_000_000));
+    assert_eq!(policy.retryable.iter().collect::<Vec<_>>(), [502, 503, 504]);
+    assert_eq!(policy.retryable_transport.iter().count(), 3);
+    assert_eq!(
+        (policy.base_ms, policy.cap_ms, policy.multiplier),
+        (25.0, 250.0, 2.0)
+    );
+    assert_eq!(policy.jitter, Jitter::Full);
+    assert_eq!(policy.previous_hosts, 5);
+    assert_eq!(policy.retry_after, RetryAfterMode::Ignore);
+    assert!(policy.controls.is_empty());
+    // The other route has no retries block: Istio's default policy, 2 retries on
+    // connect-failure (refused connections) and no status (503 excluded since 1.24); its gRPC
+    // conditions match no HTTP response; no timeout, so the scenario's deadline (5 s).
+    let default = model_choosing(
+        "istio-reviews-virtualservice.yaml",
+        "import_route = \"jason\"",
+    );
+    let policy = &default.users.policy;
+    assert_eq!(policy.max_attempts, 2);
+    assert_eq!(policy.retryable.iter().count(), 0);
+    assert_eq!(
+        policy.retryable_transport.iter().collect::<Vec<_>>(),
+        [retrystorm::scenario::TransportError::Refused]
+    );
+    assert_eq!(policy.previous_hosts, 5);
+    assert_eq!(policy.deadline, Deadline::Budget(5_000_000));
+    let notes = import_yaml(
+        &std::fs::read_to_string("scenarios/configs/istio-reviews-virtualservice.yaml").unwrap(),
+        Some(("import_route", "jason")),
+    )
+    .unwrap()
+    .notes
+    .join("\n");
+    assert_contains(
+        &notes,
+        &[
+            "Istio's default policy",
+            "503 is excluded since Istio 1.24",
+            "unavailable, cancelled: gRPC conditions",
+        ],
+    );
+    // attempts 0 (or unset) disables retries; retryIgnorePreviousHosts false drops the
+    // predicate; backoff sets Envoy's base and a cap of 10 times it.
+    let vs = |retries: &str| {
+        import_yaml(
+            &format!(
+                "kind: VirtualService\nspec:\n  http:\n  - route: []\n    retries:\n{retries}"
+            ),
+            None,
+        )
+    };
+    assert_eq!(vs("      attempts: 0\n").unwrap().max_attempts, Some(0));
+    let custom = vs("      attempts: 1\n      retryIgnorePreviousHosts: false\n      backoff: 100ms\n      retryOn: 5xx\n").unwrap();
+    assert_eq!(custom.previous_hosts, None);
+    assert_eq!(
+        (custom.base.unwrap().micros(), custom.cap.unwrap().micros()),
+        (100_000, 1_000_000)
+    );
+    assert_eq!(
+        custom.retryable_statuses.unwrap(),
+        (500..=599).collect::<Vec<_>>()
+    );
+}
+
+/// Istio's refusals name the VirtualService's field: a fault, an unknown condition (through
+/// the Envoy mapping, named as Istio writes it), several routes without `import_route`, a
+/// route that is not there.
+#[test]
+fn istio_refusals_name_the_field() {
+    let route = |body: &str| {
+        import_yaml(
+            &format!("kind: VirtualService\nspec:\n  http:\n  - name: a\n{body}"),
+            None,
+        )
+        .unwrap_err()
+    };
+    assert_contains(
+        &route("    fault:\n      abort: {}\n"),
+        &["spec.http[0].fault", "not simulated"],
+    );
+    assert_contains(
+        &route("    retries:\n      attempts: 2\n      retryOn: 5xx,retriable-headers\n"),
+        &[
+            "spec.http[0].retries.retryOn",
+            "response headers are not simulated",
+        ],
+    );
+    assert_contains(
+        &route("    retries:\n      attempts: 2\n      perTryTimeout: 2 seconds\n"),
+        &["spec.http[0].retries.perTryTimeout", "not a duration"],
+    );
+    let text =
+        std::fs::read_to_string("scenarios/configs/istio-reviews-virtualservice.yaml").unwrap();
+    assert_contains(
+        &import_yaml(&text, None).unwrap_err(),
+        &["several routes (jason, default)", "import_route"],
+    );
+    assert_contains(
+        &import_yaml(&text, Some(("import_route", "nope"))).unwrap_err(),
+        &["no route named \"nope\"", "jason, default"],
+    );
+    assert_contains(
+        &import_yaml(&text, Some(("import_instance", "default"))).unwrap_err(),
+        &[
+            "import_instance does not choose within an Istio VirtualService",
+            "import_route",
+        ],
+    );
+}
+
+/// The DestinationRule's connection pool: `maxConnections` 100 and `http1MaxPendingRequests`
+/// 10 make an HTTP/1.1 pool, `http2MaxRequests` unset is Istio's unlimited (read as the
+/// simulator's most, 10^9); `maxRetries` 4 caps concurrent retries at 4 (a 0% Envoy budget);
+/// outlier detection is the fleet's and is refused with the setting to write.
+#[test]
+fn an_istio_destination_rule_maps_its_connection_pool() {
+    let model = model_of("istio-reviews-destinationrule.yaml");
+    assert_eq!(
+        model.users.policy.controls[0].config,
+        ControlConfig::ConnectionPool(ConnectionPoolConfig {
+            max_requests: 1_000_000_000,
+            max_connections: Some(100),
+            max_pending: Some(10),
+        })
+    );
+    let rule = |traffic: &str| {
+        import_yaml(
+            &format!("kind: DestinationRule\nspec:\n  host: r\n  trafficPolicy:\n{traffic}"),
+            None,
+        )
+    };
+    let retries = rule("    connectionPool:\n      http:\n        maxRetries: 4\n").unwrap();
+    assert_eq!(retries.controls.len(), 1);
+    assert_eq!(
+        retries.controls[0].min_concurrency.map(|m| m.get()),
+        Some(4)
+    );
+    assert_contains(
+        &rule("    connectionPool: {}\n    outlierDetection:\n      consecutive5xxErrors: 7\n")
+            .unwrap_err(),
+        &[
+            "spec.trafficPolicy.outlierDetection",
+            "fleet.outlier_detection",
+            "consecutive_5xx",
+        ],
+    );
+}
+
+/// The books demo's ServiceProfile: `GET /books.json` is retryable, so a 5xx (Linkerd's
+/// default failure class) is retried at once (no backoff: the legacy proxy's policy returns a
+/// ready future), resets and refused connections are not (an error is not retryable there),
+/// as many times as the budget allows (max_attempts the simulator's most, 100); the route
+/// timeout of 300 ms is the whole request's deadline; the budget is Linkerd's defaults, 20%,
+/// 10 per second, 10 s. The POST route is not retryable and gets Linkerd's default timeout,
+/// 10 s.
+#[test]
+fn a_linkerd_service_profile_route_maps_to_its_budget() {
+    let model = model_choosing(
+        "linkerd-web-serviceprofile.yaml",
+        "import_route = \"GET /books.json\"",
+    );
+    let policy = &model.users.policy;
+    assert_eq!(policy.max_attempts, 100);
+    assert_eq!((policy.base_ms, policy.cap_ms), (0.0, 0.0));
+    assert_eq!(
+        policy.retryable.iter().collect::<Vec<_>>(),
+        (500..=599).collect::<Vec<_>>()
+    );
+    assert_eq!(policy.retryable_transport.iter().count(), 0);
+    assert_eq!(policy.deadline, Deadline::Budget(300_000));
+    assert_eq!(policy.attempt_timeout, u64::MAX);
+    assert_eq!(
+        policy.controls[0].config,
+        ControlConfig::WindowedBudget(WindowedBudgetConfig {
+            percent: 20.0,
+            min_per_s: 10,
+            ttl: 10_000_000
+        })
+    );
+    let post = model_choosing(
+        "linkerd-web-serviceprofile.yaml",
+        "import_route = \"POST /books\"",
+    );
+    assert_eq!(post.users.policy.max_attempts, 0);
+    assert_eq!(post.users.policy.deadline, Deadline::Budget(10_000_000));
+    // A written budget: retryRatio 0.5 is 50%.
+    let profile = import_yaml(
+        "kind: ServiceProfile\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n  retryBudget:\n    retryRatio: 0.5\n    minRetriesPerSecond: 3\n    ttl: 5s\n",
+        None,
+    )
+    .unwrap();
+    let budget = &profile.controls[0];
+    assert_eq!(
+        (
+            budget.percent.map(|p| p.get()),
+            budget.min_per_s.map(|m| m.get()),
+            budget.ttl.as_ref().map(|t| t.get_ref().micros())
+        ),
+        (Some(50.0), Some(3), Some(5_000_000))
+    );
+    assert_contains(
+        &import_yaml("kind: ServiceProfile\nspec:\n  routes:\n  - name: r\n    isRetryable: true\n  retryBudget:\n    ttl: 1500ms\n", None).unwrap_err(),
+        &["spec.retryBudget.ttl", "whole seconds"],
+    );
+}
+
+/// Linkerd 2.16+ annotations: `retry.linkerd.io/http: 5xx,429` retries 429 and 500-599,
+/// `limit: "3"` three times, `timeout: 400ms` each attempt (and a timed-out attempt is
+/// retried), `timeout.linkerd.io/request: 2s` the whole request; the backoff the policy
+/// controller sends, 25 ms doubling to 250 ms with jitter ratio 1 (`jitter = "linkerd"`).
+/// Without `limit` Linkerd's default is 1, and 0 means unset; `grpc: unavailable` is what a
+/// gRPC client makes of 429, 502, 503 and 504.
+#[test]
+fn linkerd_retry_annotations_map_to_the_proxy_behaviour() {
+    let model = model_of("linkerd-authors-httproute.yaml");
+    let policy = &model.users.policy;
+    assert_eq!(policy.max_attempts, 3);
+    let mut expected = vec![429];
+    expected.extend(500..=599);
+    assert_eq!(policy.retryable.iter().collect::<Vec<_>>(), expected);
+    assert_eq!(
+        policy.retryable_transport.iter().collect::<Vec<_>>(),
+        [retrystorm::scenario::TransportError::Timeout]
+    );
+    assert_eq!(policy.attempt_timeout, 400_000);
+    assert_eq!(policy.deadline, Deadline::Budget(2_000_000));
+    assert_eq!(
+        (policy.base_ms, policy.cap_ms, policy.multiplier),
+        (25.0, 250.0, 2.0)
+    );
+    assert_eq!(policy.jitter, Jitter::Linkerd);
+    let annotated = |annotations: &str| {
+        import_yaml(
+            &format!("kind: Service\nmetadata:\n  name: s\n  annotations:\n{annotations}"),
+            None,
+        )
+    };
+    assert_eq!(
+        annotated("    retry.linkerd.io/http: 5xx\n")
+            .unwrap()
+            .max_attempts,
+        Some(1)
+    );
+    assert_eq!(
+        annotated("    retry.linkerd.io/http: 5xx\n    retry.linkerd.io/limit: \"0\"\n")
+            .unwrap()
+            .max_attempts,
+        Some(1)
+    );
+    assert_eq!(
+        annotated("    retry.linkerd.io/grpc: unavailable\n")
+            .unwrap()
+            .retryable_statuses
+            .unwrap(),
+        [429, 502, 503, 504]
+    );
+    assert_eq!(
+        annotated("    retry.linkerd.io/http: gateway-error,409-410\n")
+            .unwrap()
+            .retryable_statuses
+            .unwrap(),
+        [409, 410, 502, 503, 504]
+    );
+    assert_eq!(annotated("    other: x\n").unwrap().max_attempts, Some(0));
+    assert_contains(
+        &annotated("    retry.linkerd.io/http: 5xx,oops\n").unwrap_err(),
+        &[
+            "metadata.annotations.retry.linkerd.io/http",
+            "\"oops\" is not 5xx",
+        ],
+    );
+    assert_contains(
+        &annotated("    retry.linkerd.io/limit: \"2\"\n").unwrap_err(),
+        &["metadata.annotations.retry.linkerd.io/http", "required"],
+    );
+    assert_contains(
+        &annotated("    balancer.linkerd.io/failure-accrual: consecutive\n").unwrap_err(),
+        &["failure-accrual", "fleet.outlier_detection"],
+    );
+}
+
+/// The payment instance: `maxAttempts: 4` counts the first call, so 3 retries; 200 ms doubling
+/// (`exponentialBackoffMultiplier: 2`) to `exponentialMaxWaitDuration` 2 s, randomized by the
+/// default factor 0.5 (`jitter = "resilience4j"`, U(0.5 d, 1.5 d)); every 4xx and 5xx and every
+/// failure without a response retried (no retryExceptions); the circuit breaker of the default
+/// config (count window 50, at least 20 calls, 50% failures, 30 s open, 5 half-open) with the
+/// instance's own slow-call settings (80% over 2 s); the time limiter's 1 s per attempt.
+#[test]
+fn a_resilience4j_instance_maps_retry_breaker_and_time_limit() {
+    let model = model_choosing(
+        "resilience4j-application.yml",
+        "import_instance = \"payment\"",
+    );
+    let policy = &model.users.policy;
+    assert_eq!(policy.max_attempts, 3);
+    assert_eq!(
+        (policy.base_ms, policy.cap_ms, policy.multiplier),
+        (200.0, 2000.0, 2.0)
+    );
+    assert_eq!(policy.jitter, Jitter::Resilience4j);
+    assert_eq!(
+        policy.retryable.iter().collect::<Vec<_>>(),
+        (400..=599).collect::<Vec<_>>()
+    );
+    assert_eq!(policy.retryable_transport.iter().count(), 3);
+    assert_eq!(policy.attempt_timeout, 1_000_000);
+    assert_eq!(policy.retry_after, RetryAfterMode::Ignore);
+    assert_eq!(
+        policy.controls[0].config,
+        ControlConfig::CircuitBreaker(CircuitBreakerConfig {
+            failure_rate: 50.0,
+            slow_call_rate: 80.0,
+            slow_call_duration: 2_000_000,
+            window: BreakerWindow::Calls(50),
+            minimum_calls: 20,
+            wait_open: 30_000_000,
+            half_open_calls: 5,
+        })
+    );
+    // inventory: the default config's 3 attempts of a constant 500 ms, no jitter, no breaker
+    // of its own, no time limiter.
+    let inventory = model_choosing(
+        "resilience4j-application.yml",
+        "import_instance = \"inventory\"",
+    );
+    let policy = &inventory.users.policy;
+    assert_eq!(policy.max_attempts, 2);
+    assert_eq!(
+        (policy.base_ms, policy.cap_ms, policy.multiplier),
+        (500.0, 500.0, 1.0)
+    );
+    assert_eq!(policy.jitter, Jitter::None);
+    assert!(policy.controls.is_empty());
+    assert_eq!(policy.attempt_timeout, u64::MAX);
+}
+
+/// resilience4j's defaults and Spring's spellings: `max-attempts` is `maxAttempts`; exponential
+/// backoff without a maximum grows by the default 1.5 to the last retry's wait (100 ms x
+/// 1.5^3 = 337.5 ms for 5 attempts); ISO-8601 and plain-millisecond durations; a TIME_BASED
+/// window is whole seconds; and refusals name the field.
+#[test]
+fn resilience4j_defaults_spellings_and_refusals() {
+    let retry = |settings: &str| {
+        import_yaml(
+            &format!("resilience4j:\n  retry:\n    instances:\n      a:\n{settings}"),
+            None,
+        )
+    };
+    let grown = retry("        max-attempts: 5\n        wait-duration: PT0.1S\n        enable-exponential-backoff: true\n").unwrap();
+    assert_eq!(grown.max_attempts, Some(4));
+    assert_eq!(grown.multiplier, Some(1.5));
+    assert_eq!(
+        (grown.base.unwrap().micros(), grown.cap.unwrap().micros()),
+        (100_000, 337_500)
+    );
+    assert_eq!(
+        retry("        waitDuration: 250\n")
+            .unwrap()
+            .base
+            .unwrap()
+            .micros(),
+        250_000
+    );
+    let defaults =
+        retry("        {}\n").unwrap_or_else(|_| retry("        maxAttempts: 3\n").unwrap());
+    assert_eq!(defaults.max_attempts, Some(2));
+    assert_eq!(defaults.base.unwrap().micros(), 500_000);
+    assert_contains(
+        &retry("        retryExceptions:\n        - java.io.IOException\n").unwrap_err(),
+        &[
+            "resilience4j.retry.instances.a.retryExceptions",
+            "exception classes are not simulated",
+        ],
+    );
+    assert_contains(
+        &retry("        enableRandomizedWait: true\n        randomizedWaitFactor: 0.3\n")
+            .unwrap_err(),
+        &["randomizedWaitFactor", "only resilience4j's default, 0.5"],
+    );
+    assert_contains(
+        &retry("        maxAtempts: 3\n").unwrap_err(),
+        &["maxAtempts", "did you mean `maxAttempts`?"],
+    );
+    assert_contains(
+        &retry("        baseConfig: missing\n").unwrap_err(),
+        &["baseConfig", "no resilience4j.retry.configs.missing"],
+    );
+    let breaker = import_yaml(
+        "resilience4j:\n  circuitbreaker:\n    instances:\n      b:\n        slidingWindowType: TIME_BASED\n        slidingWindowSize: 10\n",
+        None,
+    )
+    .unwrap();
+    assert_eq!(breaker.max_attempts, Some(0));
+    assert_eq!(
+        breaker.controls[0]
+            .window
+            .as_ref()
+            .map(|w| w.get_ref().micros()),
+        Some(10_000_000)
+    );
+    assert_eq!(
+        breaker.controls[0].minimum_calls.map(|m| m.get()),
+        Some(100)
+    );
+    let text = std::fs::read_to_string("scenarios/configs/resilience4j-application.yml").unwrap();
+    assert_contains(
+        &import_yaml(&text, None).unwrap_err(),
+        &[
+            "several instances (\"inventory\", \"payment\")",
+            "import_instance",
+        ],
+    );
+}
+
+/// The AWS profiles: standard mode's 3 attempts (2 retries) unless written, full jitter over
+/// `min(2^(n-1), 20)` s (base 1 s, doubling, cap 20 s), 429/500/502/503/504 and every failure
+/// without a response retried, the retry quota (500, 5, 10, 1); adaptive adds the CUBIC
+/// bucket; legacy is botocore's (5 attempts, uncapped `rand x 2^(n-1)`: cap 8 s, the 4th
+/// retry's); no retry_mode is refused, as the default is each SDK's own.
+#[test]
+fn aws_profiles_map_to_the_sdk_retry_modes() {
+    let model = model_of("aws-config");
+    let policy = &model.users.policy;
+    assert_eq!(policy.max_attempts, 2);
+    assert_eq!(
+        (policy.base_ms, policy.cap_ms, policy.multiplier),
+        (1000.0, 20_000.0, 2.0)
+    );
+    assert_eq!(policy.jitter, Jitter::Full);
+    assert_eq!(
+        policy.retryable.iter().collect::<Vec<_>>(),
+        [429, 500, 502, 503, 504]
+    );
+    assert_eq!(policy.retryable_transport.iter().count(), 3);
+    assert_eq!(
+        policy.controls[0].config,
+        ControlConfig::AwsRetryQuota(AwsRetryQuotaConfig {
+            capacity: 500,
+            retry_cost: 5,
+            timeout_cost: 10,
+            success_refund: 1
+        })
+    );
+    assert_eq!(policy.controls.len(), 1);
+    let batch = model_choosing("aws-config", "import_profile = \"batch\"");
+    assert_eq!(batch.users.policy.max_attempts, 4);
+    let throttled = model_choosing("aws-config", "import_profile = \"throttled\"");
+    assert_eq!(throttled.users.policy.max_attempts, 2);
+    assert_eq!(
+        throttled.users.policy.controls[1].config,
+        ControlConfig::AwsAdaptive
+    );
+    let ini = |text: &str, profile: Option<&str>| {
+        let part = profile.map(|name| ImportPart {
+            field: "import_profile",
+            name: name.into(),
+        });
+        import_str(text, false, part.as_ref()).map_err(|e| e.to_string())
+    };
+    let legacy = ini("[default]\nretry_mode = legacy\n", None).unwrap();
+    assert_eq!(legacy.max_attempts, Some(4));
+    assert_eq!(legacy.cap.unwrap().micros(), 8_000_000);
+    assert!(legacy.controls.is_empty());
+    assert_contains(
+        &legacy.notes.join("\n"),
+        &["botocore's", "Other SDKs' legacy modes differ"],
+    );
+    assert_contains(
+        &ini("[default]\nregion = x\n", None).unwrap_err(),
+        &["[default] retry_mode", "each SDK's own"],
+    );
+    assert_contains(
+        &ini("[default]\nretry_mode = fast\n", None).unwrap_err(),
+        &["line 2", "not legacy, standard or adaptive"],
+    );
+    assert_contains(
+        &ini("[default]\nretry_mode = standard\nmax_attempts = 0\n", None).unwrap_err(),
+        &["line 3", "from 1 to 101"],
+    );
+    assert_contains(
+        &ini("[default]\nretry_mode\n", None).unwrap_err(),
+        &["line 2", "key = value"],
+    );
+    assert_contains(
+        &ini(
+            "[default]\nretry_mode = standard\nretry_mode = legacy\n",
+            None,
+        )
+        .unwrap_err(),
+        &["line 3", "written twice"],
+    );
+    assert_contains(
+        &ini("[profile a]\nretry_mode = standard\n", None).unwrap_err(),
+        &["no profile \"default\"", "\"a\""],
+    );
+    // A secret in another setting is never echoed.
+    let error = ini(
+        "[default]\naws_secret_access_key = SECRET\nretry_mode = x\n",
+        None,
+    )
+    .unwrap_err();
+    assert!(!error.contains("SECRET"), "{error}");
+}
+
+/// `import_route` and the other choosers reach a scenario's policy through `--set` as any
+/// field does, and two of them at once are refused at the `import`.
+#[test]
+fn import_parts_are_set_from_the_command_line() {
+    let text = "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n[[policy]]\nname = \"p\"\nimport = \"aws-config\"\n";
+    let set = |value: &str| value.parse::<retrystorm::scenario::Override>().unwrap();
+    let scenario = retrystorm::import::load_str(
+        text,
+        "scenarios/configs/s.toml",
+        &[set("policy.import_profile=batch")],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(scenario.policy[0].max_attempts.get(), 4);
+    let error = retrystorm::import::load_str(
+        text,
+        "scenarios/configs/s.toml",
+        &[
+            set("policy.import_profile=batch"),
+            set("policy.0.import_route=r"),
+        ],
+    )
+    .unwrap_err()
+    .to_string();
+    assert_contains(
+        &error,
+        &["import_route and import_profile choose within different kinds of config"],
     );
 }
