@@ -58,6 +58,8 @@ pub fn import(text: &str, profile: Option<&str>) -> Result<Imported, ImportError
     let mut sections: Vec<String> = Vec::new();
     let mut chosen: Option<Profile> = None;
     let mut current: Option<String> = None;
+    // Whether a section (a profile, or another such as `[sso-session NAME]`) has opened.
+    let mut in_section = false;
     let line_error = |line: usize, message: String| field_error(format!("line {line}"), message);
     for (index, raw) in text.lines().enumerate() {
         let number = index + 1;
@@ -92,6 +94,7 @@ pub fn import(text: &str, profile: Option<&str>) -> Result<Imported, ImportError
                 }
             }
             current = profile;
+            in_section = true;
             continue;
         }
         if indented {
@@ -105,7 +108,7 @@ pub fn import(text: &str, profile: Option<&str>) -> Result<Imported, ImportError
             ));
         };
         let (key, value) = (key.trim(), value.trim());
-        if current.is_none() && sections.is_empty() {
+        if !in_section {
             return Err(line_error(number, "a setting before any [section]".into()));
         }
         if current.as_deref() != Some(wanted) {
@@ -255,5 +258,15 @@ mod tests {
         assert!(!is_ini("{\"retry_policy\": {}}"));
         assert!(!is_ini("[1, 2]\n"));
         assert!(!is_ini(""));
+    }
+
+    /// Sections other than profiles (`[sso-session NAME]`, `[services NAME]`) are skipped with
+    /// their settings; a setting before any section is refused with its line.
+    #[test]
+    fn other_sections_are_skipped() {
+        let text = "[sso-session corp]\nsso_region = x\n[default]\nretry_mode = standard\n";
+        assert_eq!(import(text, None).unwrap().max_attempts, Some(2));
+        let error = import("retry_mode = standard\n[default]\n", None).unwrap_err();
+        assert_eq!(error.field, "line 1");
     }
 }

@@ -131,6 +131,22 @@ pub fn import(
             "ratelimiter",
         ],
     )?;
+    for (module, settings) in &modules {
+        let prefix = format!("resilience4j.{module}");
+        let Value::Object(settings) = settings else {
+            return Err(field_error(prefix, "must be a mapping"));
+        };
+        if let Some(key) = settings
+            .keys()
+            .find(|key| key.to_ascii_lowercase().ends_with("aspectorder"))
+        {
+            return Err(field_error(
+                format!("{prefix}.{}", crate::base::escape::user_text(key)),
+                "not simulated: the aspects nest in Spring's default order here (Retry outside CircuitBreaker outside TimeLimiter); remove it from the imported copy to simulate the rest",
+            ));
+        }
+        super::refuse_unknown(settings, &prefix, &["configs", "instances"], &[])?;
+    }
     let instances = |module: &str| -> Result<Option<&Map<String, Value>>, ImportError> {
         match modules.get(module).and_then(|m| m.get("instances")) {
             None => Ok(None),

@@ -1114,6 +1114,17 @@ fn resilience4j_defaults_spellings_and_refusals() {
         breaker.controls[0].minimum_calls.map(|m| m.get()),
         Some(100)
     );
+    assert_contains(
+        &import_yaml(
+            "resilience4j:\n  retry:\n    retryAspectOrder: 1\n    instances:\n      a: {}\n",
+            None,
+        )
+        .unwrap_err(),
+        &[
+            "resilience4j.retry.retryAspectOrder",
+            "Spring's default order",
+        ],
+    );
     let text = std::fs::read_to_string("scenarios/configs/resilience4j-application.yml").unwrap();
     assert_contains(
         &import_yaml(&text, None).unwrap_err(),
