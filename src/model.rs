@@ -16,6 +16,7 @@ pub use contention::ContentionModel;
 
 pub use describe::{
     CallerText, EffectivePolicies, PolicyText, attempt_timeout_text, effective_policies,
+    service_failures,
 };
 
 use crate::base::capacity::CapacityCurve;
@@ -32,9 +33,9 @@ use crate::base::time::{MICROS_PER_SECOND, Micros};
 use crate::base::values::{Bounded, Probability};
 use crate::scenario::fleet::{Balancer, KeyStore};
 use crate::scenario::{
-    CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DisciplineKind,
-    InFlightRepeat, LimitKind, LinkNetwork, Outage, Policy, QueueDiscipline, RateLimitScope,
-    Scenario, Service, Start, TransportError, Workload,
+    CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DeadlineCheck,
+    DisciplineKind, ErrorsAt, IdempotencyStore, InFlightRepeat, LimitKind, LinkNetwork, Outage,
+    Policy, QueueDiscipline, RateLimitScope, Scenario, Service, Start, TransportError, Workload,
 };
 use outlier::OutlierModel;
 use overload::{
@@ -264,6 +265,10 @@ pub struct ServiceModel {
     pub outage: Outage,
     /// Drop queued requests whose caller has given up.
     pub drop_expired: bool,
+    /// Where the deadline each request carries is checked, if it is.
+    pub deadline_check: Option<DeadlineCheck>,
+    /// Where the idempotency keys are kept.
+    pub idempotency_store: IdempotencyStore,
     /// How long a completed idempotency key is remembered.
     pub idempotency_ttl: Micros,
     /// What a repeat of an in-flight key gets.
@@ -337,6 +342,8 @@ pub enum RejectionKind {
     ConcurrencyLimit,
     /// The queue discipline shed the request.
     Shed,
+    /// The request's deadline had passed.
+    DeadlineExpired,
 }
 
 /// Worker time per rejection, by kind, in microseconds (a fraction of the mean service time).
@@ -350,6 +357,35 @@ pub struct RejectionCosts {
     pub concurrency_limit: Micros,
     /// A request shed by the queue discipline.
     pub shed: Micros,
+    /// A request refused because its deadline had passed.
+    pub deadline_expired: Micros,
+}
+
+/// The worker time of each kind of rejection at `service`: `rejection_cost`'s kinds, and its
+/// deadline's `reject_cost`, each a share of the mean service time.
+fn rejection_costs(service: &Service) -> RejectionCosts {
+    let mean = service.service_time.mean_micros();
+    let micros = |factor: crate::base::values::Factor| (factor.get() * mean).round() as Micros;
+    let deadline_expired = service
+        .deadline
+        .as_ref()
+        .map_or(0, |deadline| micros(deadline.get_ref().reject_cost));
+    service.rejection_cost.as_ref().map_or(
+        RejectionCosts {
+            deadline_expired,
+            ..RejectionCosts::default()
+        },
+        |cost| {
+            let cost = cost.get_ref();
+            RejectionCosts {
+                queue_full: micros(cost.queue_full),
+                rate_limit: micros(cost.rate_limit),
+                concurrency_limit: micros(cost.concurrency_limit),
+                shed: micros(cost.shed),
+                deadline_expired,
+            }
+        },
+    )
 }
 
 impl RejectionCosts {
@@ -361,6 +397,7 @@ impl RejectionCosts {
             RejectionKind::RateLimit => self.rate_limit,
             RejectionKind::ConcurrencyLimit => self.concurrency_limit,
             RejectionKind::Shed => self.shed,
+            RejectionKind::DeadlineExpired => self.deadline_expired,
         }
     }
 }
@@ -441,10 +478,14 @@ pub struct RateLimit {
 /// Load-independent errors.
 #[derive(Debug, Clone, Copy)]
 pub struct Errors {
-    /// Probability that a request fails at once.
+    /// Probability that a request fails.
     pub rate: Probability,
     /// The status of such a failure.
     pub status: u16,
+    /// When it is answered: at once, or after the work.
+    pub at: ErrorsAt,
+    /// After the work: the write was committed before the error.
+    pub committed: bool,
 }
 
 impl Model {
@@ -658,11 +699,21 @@ impl ServiceModel {
             errors: service.errors.as_ref().map(|errors| Errors {
                 rate: errors.rate,
                 status: errors.status.get() as u16,
+                at: errors.at,
+                committed: errors
+                    .committed
+                    .as_ref()
+                    .is_some_and(|committed| *committed.get_ref()),
             }),
             capacity: CapacityCurve::new(service.workers.get(), &service.capacity),
             full_capacity: CapacityCurve::new(service.workers.get(), &[]),
             outage: service.outage,
             drop_expired: service.drop_expired,
+            deadline_check: service
+                .deadline
+                .as_ref()
+                .map(|deadline| deadline.get_ref().check),
+            idempotency_store: service.idempotency_store,
             idempotency_ttl: service.idempotency_ttl.micros(),
             idempotency_in_flight: service.idempotency_in_flight,
             calls: service
@@ -679,22 +730,7 @@ impl ServiceModel {
                 .failure_status
                 .as_ref()
                 .map_or(503, |status| status.get_ref().get() as u16),
-            rejection_cost: service.rejection_cost.as_ref().map_or_else(
-                RejectionCosts::default,
-                |cost| {
-                    let cost = cost.get_ref();
-                    let mean = service.service_time.mean_micros();
-                    let micros = |factor: crate::base::values::Factor| {
-                        (factor.get() * mean).round() as Micros
-                    };
-                    RejectionCosts {
-                        queue_full: micros(cost.queue_full),
-                        rate_limit: micros(cost.rate_limit),
-                        concurrency_limit: micros(cost.concurrency_limit),
-                        shed: micros(cost.shed),
-                    }
-                },
-            ),
+            rejection_cost: rejection_costs(service),
             cancellation: service.cancellation,
             concurrency_limit: service.concurrency_limit.as_ref().map(|limit| {
                 let limit = limit.get_ref();

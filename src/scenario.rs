@@ -360,6 +360,15 @@ pub struct Service {
     /// Drop queued requests whose client has already timed out instead of serving them.
     #[serde(default)]
     pub drop_expired: bool,
+    /// The deadline each request carries (its caller's time left, as `grpc-timeout` or
+    /// Envoy's `x-envoy-expected-rq-timeout-ms` says it) checked here: work whose deadline has
+    /// passed is refused (default: never checked, every request is worked on).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline: Option<Spanned<ServerDeadline>>,
+    /// Where the idempotency keys are kept: `durable` (default), a store that survives a
+    /// crash; `in-memory`, in the process, lost when it crashes.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub idempotency_store: IdempotencyStore,
     /// How long a completed idempotency key is remembered (default 24h, as Stripe).
     #[serde(default = "defaults::idempotency_ttl")]
     pub idempotency_ttl: Duration,
@@ -610,11 +619,70 @@ pub enum RateLimitScope {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Errors {
-    /// Probability that a request fails at once, without being processed.
+    /// Probability that a request fails.
     pub rate: Probability,
     /// Status of such a failure (default 503).
     #[serde(default = "defaults::overload_status")]
     pub status: Bounded<400, 599>,
+    /// When the failure is answered: `arrival` (default), at once, without being processed;
+    /// `after-service`, once a worker has done the request's work (and its calls).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub at: ErrorsAt,
+    /// With `at = "after-service"`: the write of a non-idempotent request was committed before
+    /// the error was answered (default false: nothing was written).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub committed: Option<Spanned<bool>>,
+}
+
+/// When an injected error is answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ErrorsAt {
+    /// As the request arrives, before any work: a worker is never held for it.
+    #[default]
+    Arrival,
+    /// After the work: a 500 after the database was called.
+    AfterService,
+}
+
+/// `deadline = { check = "dequeue", reject_cost = 0.05 }`: a service that refuses work whose
+/// deadline has passed. The deadline is relative, as grpc-go sets it: the request's arrival
+/// plus the timeout its caller sent (the time its attempt had left), so the network transit
+/// before it arrived is not deducted.
+#[derive(Debug, Clone, Copy, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServerDeadline {
+    /// Where it is checked (default `arrival`).
+    #[serde(default)]
+    pub check: DeadlineCheck,
+    /// The worker time a refusal costs, as a share of the mean service time (default 0).
+    #[serde(default)]
+    pub reject_cost: Factor,
+}
+
+/// Where a service checks a request's deadline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeadlineCheck {
+    /// As it arrives (a timeout of zero: already expired), as gRPC servers do before
+    /// invoking the handler.
+    #[default]
+    Arrival,
+    /// As it arrives and again when a worker takes it from the queue: the application drops
+    /// work that waited past its deadline.
+    Dequeue,
+}
+
+/// Where a service keeps its idempotency keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum IdempotencyStore {
+    /// A store that survives the service's crash (a database table, a replicated Redis).
+    #[default]
+    Durable,
+    /// In the service's memory: a crash forgets every key, so a retry after it is processed
+    /// again.
+    InMemory,
 }
 
 /// What the upstream does while its capacity is zero.
@@ -1021,6 +1089,11 @@ impl Service {
 /// Whether a count is zero, to leave it out of the resolved scenario.
 fn is_zero<const MIN: u64, const MAX: u64>(value: &Bounded<MIN, MAX>) -> bool {
     value.get() == 0
+}
+
+/// Whether a setting is its default, to leave it out of the resolved scenario.
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
 }
 
 /// How `deadline = "propagate, at most 2s"` begins.

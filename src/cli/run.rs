@@ -16,7 +16,7 @@ use retrystorm::base::time::Micros;
 use retrystorm::claims::evaluate;
 use retrystorm::engine::{AttemptRecord, Observer};
 use retrystorm::import::load;
-use retrystorm::model::effective_policies;
+use retrystorm::model::{effective_policies, service_failures};
 use retrystorm::output::charts::{Chart, Charts, Format};
 use retrystorm::output::report::report_html;
 use retrystorm::output::staging::StagedFolder;
@@ -101,6 +101,9 @@ pub fn check(args: &CheckArgs) -> io::Result<ExitCode> {
                 // Every caller's effective policy: nothing a run assumes is silent.
                 let policies = effective_policies(&scenario);
                 for line in policies.clients.iter().chain(&policies.tiers) {
+                    writeln!(io::stdout(), "  {line}")?;
+                }
+                for line in service_failures(&scenario) {
                     writeln!(io::stdout(), "  {line}")?;
                 }
             }

@@ -10,8 +10,12 @@ use crate::base::time::Micros;
 use crate::engine::idempotency::{KeyState, KeyVerdict};
 use crate::engine::service::queue::Dequeued;
 use crate::engine::service::{Admission, Refusal, Service};
-use crate::model::{RejectionKind, ServiceId};
-use crate::scenario::InFlightRepeat;
+use crate::model::{Errors, RejectionKind, ServiceId};
+use crate::scenario::{DeadlineCheck, ErrorsAt, IdempotencyStore, InFlightRepeat};
+
+/// The status of a request refused because its deadline had passed: 504, Gateway Timeout,
+/// which a gateway answers for DEADLINE_EXCEEDED (grpc-gateway's mapping of the code).
+const DEADLINE_EXCEEDED: u16 = 504;
 
 /// What a worker holds: a request at its service since `start`.
 #[derive(Debug, Clone, Copy)]
@@ -58,6 +62,14 @@ impl<'a, O: Observer> Engine<'a, O> {
             return self.refuse_at_reach(key, id, refusal);
         }
         self.service(id).counts(now).received += 1;
+        if self.services[usize::from(id)]
+            .model
+            .deadline_check
+            .is_some()
+            && self.deadline_passed_at_reach(key)
+        {
+            return self.refuse_expired(key, id);
+        }
         let (operation_key, operation) = (
             operation,
             self.operations.get(operation).expect("live operation"),
@@ -67,7 +79,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let error_draws = self.services[usize::from(id)]
             .model
             .errors
-            .is_some()
+            .is_some_and(|errors| errors.at == ErrorsAt::Arrival)
             .then(|| self.keyed.draws(Draw::Error, self.drawn(key).identity()));
         let service = &mut self.services[usize::from(id)];
         if let Err(retry_after) = service.rate_limit(now, client) {
@@ -75,9 +87,11 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.charge(id, RejectionKind::RateLimit);
             return self.reply(key, Reply::RateLimited { retry_after });
         }
-        if let Some(status) = error_draws.and_then(|draws| service.injected_error(draws)) {
+        if let Some(errors) =
+            error_draws.and_then(|draws| service.injected_error(draws, ErrorsAt::Arrival))
+        {
             service.counts(now).errors += 1;
-            return self.reply(key, Reply::Error(status));
+            return self.reply(key, Reply::Error(errors.status));
         }
         if !status_check && keyed {
             match self.key_store(id).judge_key(now, logical) {
@@ -120,6 +134,45 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             Refusal::Blackhole => self.drop_request(key),
         }
+    }
+
+    /// Whether request `key`, reaching its service now, carries a deadline already past (a
+    /// timeout of zero: its caller's time ran out before it was sent); otherwise the service
+    /// notes when it arrived, where its deadline starts. The deadline is relative, as grpc-go
+    /// sets it: arrival plus the timeout sent (`Engine::deadline_of`).
+    fn deadline_passed_at_reach(&mut self, key: Key) -> bool {
+        let now = self.now;
+        let attempt = self
+            .attempts
+            .get_mut(key)
+            .expect("a reaching attempt is live");
+        attempt.service_start = now;
+        attempt.gives_up <= attempt.sent
+    }
+
+    /// The deadline at its service of request `key`, which reached it at `service_start`:
+    /// its arrival plus the time its attempt had left as it was sent (`grpc-timeout`, Envoy's
+    /// `x-envoy-expected-rq-timeout-ms`). The transit before it arrived is not deducted, so
+    /// it is never earlier than the time its caller gives up.
+    fn deadline_of(&self, key: Key) -> Micros {
+        let attempt = self
+            .attempts
+            .get(key)
+            .expect("a request at its service is live");
+        attempt
+            .service_start
+            .saturating_add(attempt.gives_up - attempt.sent)
+    }
+
+    /// Service `id` refuses request `key` because its deadline has passed: a refusal that
+    /// costs a worker the deadline's `reject_cost`, answered 504 (`DEADLINE_EXCEEDED`). Its
+    /// caller has stopped waiting by then (its deadline is never later than this one), so
+    /// nobody acts on the answer.
+    fn refuse_expired(&mut self, key: Key, id: ServiceId) {
+        let now = self.now;
+        self.service(id).counts(now).dropped_expired += 1;
+        self.charge(id, RejectionKind::DeadlineExpired);
+        self.reply(key, Reply::Error(DEADLINE_EXCEEDED))
     }
 
     /// A free worker, else the queue, else an overload rejection.
@@ -352,8 +405,18 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// key's result and answers (a status check with what it knows).
     fn answer_served(&mut self, key: Key, id: ServiceId, operation_key: Key, status_check: bool) {
         let now = self.now;
+        // An error after the work is counted as an error, not as served.
+        let error = if status_check {
+            None
+        } else {
+            self.error_after_service(key, id)
+        };
         let service = self.service(id);
-        service.counts(now).served += 1;
+        if error.is_some() {
+            service.counts(now).errors += 1;
+        } else {
+            service.counts(now).served += 1;
+        }
         service.health.served();
         let operation = self.operations.get(operation_key).expect("live operation");
         let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
@@ -368,6 +431,14 @@ impl<'a, O: Observer> Engine<'a, O> {
                 Reply::NotFound
             }
         } else {
+            if let Some(errors) = error
+                && !errors.committed
+            {
+                // Nothing was written: the key is forgotten, as for any request that does not
+                // complete.
+                self.leave_service(key);
+                return self.reply(key, Reply::Error(errors.status));
+            }
             self.operations
                 .get_mut(operation_key)
                 .expect("live operation")
@@ -380,9 +451,21 @@ impl<'a, O: Observer> Engine<'a, O> {
                     self.reply(waiter, Reply::Ok);
                 }
             }
-            Reply::Ok
+            error.map_or(Reply::Ok, |errors| Reply::Error(errors.status))
         };
         self.reply(key, reply);
+    }
+
+    /// The injected error that request `key` drew as it reached service `id`, if it is
+    /// answered after the work (`errors.at = "after-service"`).
+    fn error_after_service(&self, key: Key, id: ServiceId) -> Option<Errors> {
+        let service = &self.services[usize::from(id)];
+        service
+            .model
+            .errors
+            .filter(|errors| errors.at == ErrorsAt::AfterService)?;
+        let draws = self.keyed.draws(Draw::Error, self.drawn(key).identity());
+        service.injected_error(draws, ErrorsAt::AfterService)
     }
 
     /// Where the data lives (a service that calls no other), a served request of a
@@ -417,6 +500,12 @@ impl<'a, O: Observer> Engine<'a, O> {
         for key in in_service {
             let attempt = self.attempts.get(key).expect("listed above");
             let (id, operation_key) = (attempt.service, attempt.operation);
+            if self
+                .error_after_service(key, id)
+                .is_some_and(|errors| !errors.committed)
+            {
+                continue;
+            }
             let optimistic = self.services[usize::from(id)]
                 .model
                 .optimistic_row
@@ -454,7 +543,15 @@ impl<'a, O: Observer> Engine<'a, O> {
                     let attempt = self.attempts.get(key).expect("queued attempts are live");
                     let expired = model.drop_expired && now >= attempt.gives_up;
                     let cancelled = model.cancellation && !self.awaiting.contains(key);
-                    if expired || cancelled {
+                    if model.deadline_check == Some(DeadlineCheck::Dequeue)
+                        && !expired
+                        && !cancelled
+                        && now >= self.deadline_of(key)
+                    {
+                        self.service(id).ended(now, key, false, true);
+                        self.leave_service(key);
+                        self.refuse_expired(key, id);
+                    } else if expired || cancelled {
                         let counts = self.service(id).counts(now);
                         if expired {
                             counts.dropped_expired += 1;
@@ -621,7 +718,8 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Every queued and in-service request is reset at once, and so is every repeat waiting
     /// on an idempotency key. Downstream calls of reset requests run on; their answers find no
-    /// one waiting.
+    /// one waiting. Keys kept in the service's memory (`idempotency_store = "in-memory"`) are
+    /// lost with it.
     fn crash(&mut self, id: ServiceId) {
         let now = self.now;
         let (mut waiters, mut victims) = self.service(id).take_all_waiting();
@@ -642,6 +740,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.service(id).counts(now).resets += 1;
             self.leave_service(key);
             self.reply(key, Reply::Reset);
+        }
+        if self.service(id).model.idempotency_store == IdempotencyStore::InMemory {
+            self.key_store(id).forget_keys();
         }
     }
 }

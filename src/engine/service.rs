@@ -32,8 +32,8 @@ use crate::engine::counters::{Buckets, ServiceRecord};
 use crate::engine::idempotency::{KeyState, KeyVerdict};
 use crate::engine::service::rate_limiter::RateLimiter;
 use crate::model::RejectionKind;
-use crate::model::{ServiceId, ServiceModel};
-use crate::scenario::Outage;
+use crate::model::{Errors, ServiceId, ServiceModel};
+use crate::scenario::{ErrorsAt, Outage};
 use crate::vocabulary::counts::ServiceBucket;
 use health::Health;
 use limit::ConcurrencyLimit;
@@ -347,11 +347,13 @@ impl<'m> Service<'m> {
         }
     }
 
-    /// An injected error's status, if the request whose `draws` these are draws one.
+    /// An injected error answered `at` arrival or after the work, if the request whose
+    /// `draws` these are draws one. The draw is the request's own, so asking again after the
+    /// work gives the answer the request drew as it arrived.
     #[inline]
-    pub fn injected_error(&self, mut draws: Draws) -> Option<u16> {
-        let errors = self.model.errors?;
-        draws.chance(errors.rate.get()).then_some(errors.status)
+    pub fn injected_error(&self, mut draws: Draws, at: ErrorsAt) -> Option<Errors> {
+        let errors = self.model.errors.filter(|errors| errors.at == at)?;
+        draws.chance(errors.rate.get()).then_some(errors)
     }
 
     // ---- workers and queue -----------------------------------------------------------------
@@ -620,6 +622,15 @@ impl<'m> Service<'m> {
     /// holding it was abandoned.
     pub fn claim_key(&mut self, logical: Key) {
         self.record(logical).key = KeyState::InFlight;
+    }
+
+    /// The service crashed and its keys were in its memory: every key is forgotten (the
+    /// writes stay where the data lives), so a retry of an operation that completed before
+    /// the crash is processed again.
+    pub fn forget_keys(&mut self) {
+        for record in &mut self.keys {
+            record.key = KeyState::Unseen;
+        }
     }
 
     /// A repeat waits for the request holding its key.

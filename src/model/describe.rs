@@ -11,11 +11,11 @@
 
 use std::fmt;
 
-use super::{CallerPolicy, Deadline, FleetModel, Model, ServiceModel};
+use super::{CallerPolicy, Deadline, FleetModel, Model, RejectionKind, ServiceModel};
 use crate::base::time::{Duration, Micros};
 use crate::retry::backoff::JitterStrategy;
 use crate::scenario::fleet::Balancer;
-use crate::scenario::{Scenario, TransportError};
+use crate::scenario::{DeadlineCheck, ErrorsAt, IdempotencyStore, Scenario, TransportError};
 
 /// A caller's policy in words, one field per aspect (the report's columns).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +194,61 @@ impl FleetModel {
         }
         about.join(", ")
     }
+}
+
+impl ServiceModel {
+    /// What the service does beyond answering every request it works on, where that is not
+    /// the default: errors answered after the work, deadlines checked, keys kept in memory.
+    /// `None` if it does none of these.
+    pub fn failures_text(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        if let Some(errors) = self
+            .errors
+            .filter(|errors| errors.at == ErrorsAt::AfterService)
+        {
+            parts.push(format!(
+                "{}% of requests answered {} after the work ({})",
+                (errors.rate.get() * 1e6).round() / 1e4,
+                errors.status,
+                if errors.committed {
+                    "the write committed"
+                } else {
+                    "nothing written"
+                }
+            ));
+        }
+        if let Some(check) = self.deadline_check {
+            let cost = self.rejection_cost.of(RejectionKind::DeadlineExpired);
+            parts.push(format!(
+                "work past its deadline refused {} ({})",
+                match check {
+                    DeadlineCheck::Arrival => "as it arrives",
+                    DeadlineCheck::Dequeue => "as it arrives and as a worker takes it",
+                },
+                if cost == 0 {
+                    "free".to_string()
+                } else {
+                    format!("holding a worker {} each", Duration(cost))
+                }
+            ));
+        }
+        if self.idempotency_store == IdempotencyStore::InMemory {
+            parts.push("idempotency keys in memory, lost when it crashes".to_string());
+        }
+        (!parts.is_empty()).then(|| format!("service {}: {}", self.name, parts.join("; ")))
+    }
+}
+
+/// What each service of `scenario` does beyond answering every request it works on (see
+/// [`ServiceModel::failures_text`]), as its file sets it, for `check`.
+pub fn service_failures(scenario: &Scenario) -> Vec<String> {
+    let mut plain = scenario.policy[0].clone();
+    plain.overrides = crate::scenario::Overrides::default();
+    Model::new(scenario, &plain)
+        .services
+        .iter()
+        .filter_map(ServiceModel::failures_text)
+        .collect()
 }
 
 /// A service called, named with its fleet: `checkout (6 instances: round robin)`.

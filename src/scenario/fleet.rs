@@ -18,7 +18,7 @@
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::{InFlightRepeat, Problem, Service};
+use super::{IdempotencyStore, InFlightRepeat, Problem, Service};
 use crate::base::time::Duration;
 use crate::base::values::Bounded;
 
@@ -194,6 +194,15 @@ pub(super) fn validate_fleet(service: &Service, callers: u64) -> Result<(), Prob
                 ),
             ));
         }
+    }
+    if instances > 1
+        && fleet.key_store == KeyStore::Shared
+        && service.idempotency_store == IdempotencyStore::InMemory
+    {
+        return Err((
+            span,
+            "idempotency_store = \"in-memory\" keeps the keys in each instance's process, but key_store = \"shared\" (the default) keeps a fleet's keys in one store of their own: add key_store = \"per-instance\" for keys each instance loses when it crashes, or use idempotency_store = \"durable\"".into(),
+        ));
     }
     if let Some(choices) = &fleet.choice_count
         && fleet.load_balancer != Balancer::LeastRequest

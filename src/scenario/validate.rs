@@ -14,8 +14,8 @@ use super::controls::validate_controls;
 use super::incident::validate_incident;
 use super::topology::validate_topology;
 use super::{
-    CapacityPoint, DisciplineKind, Expect, LimitKind, Outage, Policy, Problem, RejectionCost,
-    Scenario, Service, Workload, span_of,
+    CapacityPoint, DeadlineCheck, DisciplineKind, ErrorsAt, Expect, LimitKind, Outage, Policy,
+    Problem, RejectionCost, Scenario, Service, Workload, span_of,
 };
 use crate::base::capacity::CapacityCurve;
 use crate::base::time::Duration;
@@ -510,12 +510,45 @@ fn validate_rejection_cost(
     Ok(())
 }
 
+/// Errors after the work and a deadline's check: `committed` belongs to an error answered
+/// after the work, a deadline's reject cost needs a service time to be a share of, and a
+/// deadline checked at dequeue would never see what `drop_expired` drops first.
+fn validate_server_failures(service: &Service) -> Result<(), Problem> {
+    if let Some(errors) = &service.errors
+        && errors.at == ErrorsAt::Arrival
+        && let Some(committed) = errors.committed.as_ref().filter(|c| *c.get_ref())
+    {
+        return Err((
+            committed.span(),
+            "errors.committed = true says the write was committed before the error, which needs the work done first: add at = \"after-service\" (an error at arrival writes nothing)".into(),
+        ));
+    }
+    let Some(spanned) = &service.deadline else {
+        return Ok(());
+    };
+    let deadline = spanned.get_ref();
+    if deadline.reject_cost.get() > 0.0 && service.service_time.mean_micros() == 0.0 {
+        return Err((
+            spanned.span(),
+            "deadline.reject_cost is a share of the mean service time, which is zero here, so it would cost nothing: give service_time a mean above zero or remove reject_cost".into(),
+        ));
+    }
+    if deadline.check == DeadlineCheck::Dequeue && service.drop_expired {
+        return Err((
+            spanned.span(),
+            "drop_expired and deadline.check = \"dequeue\" both drop queued work whose time is up: drop_expired as its caller gives up, the deadline as the time the request carries runs out (later by the network transit), so the deadline would never see a request to drop; keep one".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The overload behaviours' relations: one threshold for a crash, one decay for a cold start,
 /// parameters that belong to the chosen algorithm or discipline, sane bounds.
 fn validate_overload(service: &Service) -> Result<(), Problem> {
     if let Some(spanned) = &service.rejection_cost {
         validate_rejection_cost(service, spanned)?;
     }
+    validate_server_failures(service)?;
     if let Some(spanned) = &service.crash {
         let crash = spanned.get_ref();
         if crash.queue_above.is_some() == crash.in_flight_above.is_some() {

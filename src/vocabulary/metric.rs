@@ -515,7 +515,7 @@ pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
         domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.totals.errors as f64,
-        meaning: "Requests answered with an injected error.",
+        meaning: "Requests answered with an injected error (at arrival, or after the work with `errors.at = \"after-service\"`).",
     },
     Metric {
         name: "downstream_failures",
@@ -531,7 +531,7 @@ pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
         domain: Domain::NonNegative,
         better: Better::Lower,
         value: |s| s.totals.dropped_expired as f64,
-        meaning: "Requests dropped from its queue because the caller had given up (`drop_expired`).",
+        meaning: "Requests dropped from its queue because the caller had given up (`drop_expired`), or refused because the deadline they carried had passed (`deadline`).",
     },
     Metric {
         name: "shed",

@@ -27,6 +27,7 @@ mod reports;
 mod run_command;
 mod scalability;
 mod scenario_errors;
+mod server_failures;
 mod support;
 mod sweep_command;
 mod tier_policies;

@@ -182,6 +182,8 @@ mod tests {
             full_capacity: CapacityCurve::new(1, &[]),
             outage: Outage::Queue,
             drop_expired: false,
+            deadline_check: None,
+            idempotency_store: crate::scenario::IdempotencyStore::Durable,
             idempotency_ttl: 0,
             idempotency_in_flight: InFlightRepeat::Reject,
             calls: Vec::new(),
