@@ -686,7 +686,7 @@ impl Lanes {
                     .map(|&(_, lane)| lane);
                 Some(shared.unwrap_or_else(|| {
                     let lane = events.add_lane();
-                    constants.push((link.latency, lane));
+                    constants.push((link.latency.clone(), lane));
                     lane
                 }))
             })

@@ -32,7 +32,7 @@ use serde_json::Value;
 
 use crate::scenario::{
     ConfigSource, ImportPart, Override, Scenario, ScenarioError, check_resolved_fits,
-    load_with_configs, read_scenario,
+    load_with_configs, read_data_file, read_scenario,
 };
 
 use crate::base::time::{Duration, MICROS_PER_SECOND};
@@ -94,12 +94,17 @@ pub fn load_str(
     load_with_configs(text, label, overrides, &ConfigFiles)
 }
 
-/// The config files an `import` names, read from disk ([`read_config`]) and imported.
+/// The config files an `import` names, read from disk ([`read_config`]) and imported, and the
+/// data files a distribution names ([`read_data_file`]).
 pub struct ConfigFiles;
 
 impl ConfigSource for ConfigFiles {
     fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String> {
         import_file(path, part).map_err(|error| error.to_string())
+    }
+
+    fn data_file(&self, path: &Path) -> Result<String, String> {
+        read_data_file(path)
     }
 }
 

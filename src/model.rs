@@ -225,7 +225,7 @@ pub type LinkId = u16;
 pub const USERS_LINK: LinkId = 0;
 
 /// The network of one edge: from a caller (the users, or a service) to a service it calls.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Link {
     /// One-way latency of every message, both ways.
     pub latency: Distribution,
@@ -682,7 +682,7 @@ impl ServiceModel {
         ServiceModel {
             name: service.name().to_string(),
             workers: service.workers.get(),
-            service_time: service.service_time,
+            service_time: service.service_time.clone(),
             queue_limit: service.queue_limit.get(),
             queue_discipline: discipline(service.queue_discipline.as_ref().map(Spanned::get_ref)),
             overload_status: service.overload_status.get() as u16,

@@ -12,6 +12,7 @@
 //! names the file, line and column, and says what would be valid; see [`crate::import::load`].
 
 mod controls;
+mod data_files;
 pub mod fleet;
 mod imported;
 pub mod incident;
@@ -27,6 +28,7 @@ use toml::Spanned;
 
 pub use crate::base::capacity::CapacityPoint;
 pub use controls::ControlSpec;
+pub use data_files::read_data_file;
 pub use imported::{ImportPart, Imported};
 pub use links::{CLIENTS, LinkNetwork};
 pub use load::{

@@ -40,6 +40,7 @@ use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
 use crate::scenario::{
     ConfigSource, ImportPart, Override, Scenario, ScenarioError, load_with_configs,
+    read_data_file,
 };
 use crate::vocabulary::metric::{Better, METRICS, NamedMetric, ServiceShape};
 
@@ -220,13 +221,13 @@ pub struct SweepSpec {
     /// there is none, which keeps the manifests of sweeps without it as they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maximize: Option<String>,
-    /// The text of every config that an `import` of the scenario or of a point names, by the
-    /// path it was read at (the scenario's folder joined with the `import`), each read once
-    /// when the sweep was prepared ([`SweepSpec::prepare_reading_configs`]): every point, every
-    /// shard and `merge` build the scenario from these texts, so that shards run against
-    /// different files cannot merge, and `merge` reads no path a shard names. Left out of
-    /// `sweep.json` when there are none, which keeps the manifests of sweeps without imports
-    /// as they were.
+    /// The text of every config that an `import` of the scenario or of a point names, and of
+    /// every data file a distribution names, by the path it was read at (the scenario's folder
+    /// joined with the `import` or the file's name), each read once when the sweep was prepared
+    /// ([`SweepSpec::prepare_reading_configs`]): every point, every shard and `merge` build the
+    /// scenario from these texts, so that shards run against different files cannot merge, and
+    /// `merge` reads no path a shard names. Left out of `sweep.json` when there are none, which
+    /// keeps the manifests of sweeps without imports as they were.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub configs: BTreeMap<String, String>,
 }
@@ -241,14 +242,25 @@ struct SweepConfigs<'a> {
 
 impl ConfigSource for SweepConfigs<'_> {
     fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String> {
-        let text = self.text(path).map_err(|error| error.to_string())?;
+        let text = self.text(path, |path| {
+            read_config(path).map_err(|error| error.to_string())
+        })?;
         import_text_of(path, &text, part).map_err(|error| error.to_string())
+    }
+
+    fn data_file(&self, path: &Path) -> Result<String, String> {
+        self.text(path, read_data_file)
     }
 }
 
 impl SweepConfigs<'_> {
-    /// The text of the config at `path`: pinned, or read once while preparing.
-    fn text(&self, path: &Path) -> Result<String, ImportError> {
+    /// The text of the config or data file at `path`: pinned, or read once (by `read`) while
+    /// preparing.
+    fn text(
+        &self,
+        path: &Path,
+        read: impl Fn(&Path) -> Result<String, String>,
+    ) -> Result<String, String> {
         let key = path.display().to_string();
         if let Some(text) = self.pinned.get(&key) {
             return Ok(text.clone());
@@ -257,16 +269,17 @@ impl SweepConfigs<'_> {
             return Err(ImportError {
                 file: key,
                 field: String::new(),
-                message: "this sweep's sweep.json does not hold the config (a sweep keeps every config it imports, and merge reads no file a shard names); the shard was written by an older retrystorm or edited: run it again".into(),
-            });
+                message: "this sweep's sweep.json does not hold the config (a sweep keeps every config it imports and every data file it reads, and merge reads no file a shard names); the shard was written by an older retrystorm or edited: run it again".into(),
+            }
+            .to_string());
         };
         // Read under the lock, so that every point sees the one text read.
-        let mut read = reading.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(text) = read.get(&key) {
+        let mut read_so_far = reading.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(text) = read_so_far.get(&key) {
             return Ok(text.clone());
         }
-        let text = read_config(path)?;
-        read.insert(key, text.clone());
+        let text = read(path)?;
+        read_so_far.insert(key, text.clone());
         Ok(text)
     }
 }

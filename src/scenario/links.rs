@@ -32,7 +32,7 @@ pub const CLIENTS: &str = "clients";
 
 /// The network on one edge: its own settings where its `[[link]]` has them, `[network]`'s
 /// elsewhere.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct LinkNetwork {
     /// One-way latency of every message, both ways.
     pub latency: Distribution,
@@ -59,8 +59,8 @@ impl Scenario {
 fn link_network(network: &Network, link: Option<&Link>) -> LinkNetwork {
     LinkNetwork {
         latency: link
-            .and_then(|link| link.latency)
-            .unwrap_or(network.latency),
+            .and_then(|link| link.latency.clone())
+            .unwrap_or_else(|| network.latency.clone()),
         request_loss: link
             .and_then(|link| link.request_loss)
             .unwrap_or(network.request_loss),

@@ -142,6 +142,10 @@ pub trait ConfigSource: Sync {
     /// The settings of the config at `path` (the scenario's folder joined with the `import`),
     /// for the `part` named where it has several; the error names the config and the field.
     fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String>;
+
+    /// The text of the data file at `path` (the scenario's folder joined with what a
+    /// distribution's `histogram` or `samples` names); the error names the file.
+    fn data_file(&self, path: &Path) -> Result<String, String>;
 }
 
 /// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
@@ -310,6 +314,13 @@ impl ConfigSource for NoImports {
             path.display()
         ))
     }
+
+    fn data_file(&self, path: &Path) -> Result<String, String> {
+        Err(format!(
+            "{}: a resolved scenario reads no data file (its distributions are inline)",
+            path.display()
+        ))
+    }
 }
 
 /// The text that is read, and where each of its lines came from.
@@ -338,10 +349,11 @@ impl<'a> Source<'a> {
             origin,
         };
         if overrides.is_empty() {
-            return Ok(plain(
+            return plain(
                 text.to_string(),
                 (0..text.lines().count()).map(Some).collect(),
-            ));
+            )
+            .with_data_files();
         }
         let file_only = plain(
             text.to_string(),
@@ -393,7 +405,18 @@ impl<'a> Source<'a> {
         let original: Vec<&str> = text.lines().collect();
         let new: Vec<&str> = edited.lines().collect();
         let origin = align(&original, &new);
-        Ok(plain(edited, origin))
+        plain(edited, origin).with_data_files()
+    }
+
+    /// This source with the data files its distributions name written inline, on the lines
+    /// that name them ([`super::data_files`]).
+    fn with_data_files(self) -> Result<Self, ScenarioError> {
+        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        match super::data_files::inline_data_files(&self.edited, folder, self.configs) {
+            Ok(Some(edited)) => Ok(Source { edited, ..self }),
+            Ok(None) => Ok(self),
+            Err((span, message)) => Err(self.error_at(span, &message)),
+        }
     }
 
     /// Reads and checks the edited text, then writes out the topology's defaults.

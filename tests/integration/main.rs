@@ -11,6 +11,7 @@ mod decide_command;
 mod decision_properties;
 mod deploy_examples;
 mod determinism;
+mod distributions;
 mod docs;
 mod examples;
 mod fleets;
