@@ -94,6 +94,11 @@ impl ConfigSource for ConfigFiles {
     fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String> {
         import_file(path, method).map_err(|error| error.to_string())
     }
+
+    fn data(&self, path: &Path) -> Result<String, String> {
+        crate::base::text_file::read_text(path, MAX_CONFIG_BYTES)
+            .map_err(|error| format!("cannot read {}: {error}", path.display()))
+    }
 }
 
 /// The largest config file read, as for scenarios: a config is a few kilobytes.

@@ -242,6 +242,10 @@ impl ConfigSource for SweepConfigs<'_> {
         let text = self.text(path).map_err(|error| error.to_string())?;
         import_text_of(path, &text, method).map_err(|error| error.to_string())
     }
+
+    fn data(&self, path: &Path) -> Result<String, String> {
+        self.text(path).map_err(|error| error.to_string())
+    }
 }
 
 impl SweepConfigs<'_> {

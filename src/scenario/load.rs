@@ -142,6 +142,10 @@ pub trait ConfigSource: Sync {
     /// The settings of the config at `path` (the scenario's folder joined with the `import`),
     /// for `method` where it has several; the error names the config and the field.
     fn import(&self, path: &Path, method: Option<&str>) -> Result<Imported, String>;
+
+    /// The text of the data file at `path` (the scenario's folder joined with the name a
+    /// `clients.replay` gives), of at most [`MAX_SCENARIO_BYTES`].
+    fn data(&self, path: &Path) -> Result<String, String>;
 }
 
 /// The text of the scenario file at `path`: a regular file of at most [`MAX_SCENARIO_BYTES`],
@@ -310,6 +314,13 @@ impl ConfigSource for NoImports {
             path.display()
         ))
     }
+
+    fn data(&self, path: &Path) -> Result<String, String> {
+        Err(format!(
+            "{}: a resolved scenario reads no file: its replay was applied",
+            path.display()
+        ))
+    }
 }
 
 /// The text that is read, and where each of its lines came from.
@@ -402,6 +413,7 @@ impl<'a> Source<'a> {
             self.error_at(error.span().unwrap_or(0..0), &explain(error.message()))
         })?;
         self.import_configs(&mut scenario)?;
+        self.replay_rates(&mut scenario)?;
         validate(&scenario).map_err(|(span, message)| self.error_at(span, &message))?;
         resolve_defaults(&mut scenario);
         super::links::resolve_links(&mut scenario);
@@ -455,6 +467,59 @@ impl<'a> Source<'a> {
             let imported = self.import_config(&import, retry.import_method.take())?;
             imported.apply_to_call(retry, &written);
         }
+        Ok(())
+    }
+
+    /// Replaces `clients.replay` by the `rate` and `load` of the rate file it names (read
+    /// relative to the scenario file); an error in the file names the file and its line.
+    fn replay_rates(&self, scenario: &mut Scenario) -> Result<(), ScenarioError> {
+        let Some(replay) = scenario.clients.replay.take() else {
+            return Ok(());
+        };
+        let span = replay.span();
+        let replay = replay.into_inner();
+        let clients = &mut scenario.clients;
+        if *clients.workload.get_ref() == super::Workload::Closed {
+            return Err(self.error_at(
+                span,
+                "`replay` gives an open workload its rate; a closed workload has `think_time`",
+            ));
+        }
+        if clients.rate.is_some() || !clients.load.is_empty() {
+            return Err(self.error_at(
+                span,
+                "`replay` sets the clients' `rate` and `load` from its file; remove them",
+            ));
+        }
+        let name = replay.rates.get_ref();
+        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        let path = folder.join(name);
+        let in_file = |message: String| self.error_at(replay.rates.span(), &message);
+        let text = self
+            .configs
+            .data(&path)
+            .map_err(|error| in_file(format!("replay {name:?}: {error}")))?;
+        let samples = super::arrivals::parse_rates(&text).map_err(|(line, message)| {
+            in_file(match line {
+                0 => format!("replay {name:?}: {}: {message}", path.display()),
+                _ => format!("replay {name:?}: {}:{line}: {message}", path.display()),
+            })
+        })?;
+        let count = clients.count.get_ref().get();
+        let load = super::arrivals::replay_load(&replay, &samples, count)
+            .map_err(|message| self.error_at(span.clone(), &format!("replay: {message}")))?;
+        let duration = scenario.duration.get_ref().micros();
+        if duration > load.length {
+            return Err(self.error_at(
+                scenario.duration.span(),
+                &format!(
+                    "the replay lasts {} in the run ((to - from + warmup) / speedup); duration must be at most that",
+                    crate::base::time::Duration(load.length)
+                ),
+            ));
+        }
+        clients.rate = Some(load.rate);
+        clients.load = load.points;
         Ok(())
     }
 
