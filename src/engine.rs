@@ -131,7 +131,7 @@ use crate::model::{Arrivals, CallerPolicy, LinkId, Model, ServiceId};
 use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::fleet::{Balancer, KeyStore};
 use crate::vocabulary::outcome::{AttemptOutcome, NextStep};
-use arrivals::OpenArrivals;
+use arrivals::{OpenArrivals, Shape};
 use awaiting::Awaiting;
 use balancer::{Fleet, Tried};
 
@@ -842,11 +842,16 @@ impl<'a, O: Observer> Engine<'a, O> {
                     mean_gap_us,
                     ref load,
                     load_peak,
+                    process,
                 } => Some(OpenArrivals::new(
                     Stream::new(seed, Purpose::Arrivals),
-                    mean_gap_us,
-                    load.as_ref(),
-                    load_peak,
+                    Shape {
+                        mean_gap_us,
+                        load: load.as_ref(),
+                        load_peak,
+                        process,
+                        phases: Stream::new(seed, Purpose::ArrivalPhases),
+                    },
                     model.users.count,
                     model.duration,
                 )),

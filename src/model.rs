@@ -90,7 +90,7 @@ pub struct Users {
 /// How operations start.
 #[derive(Debug, Clone)]
 pub enum Arrivals {
-    /// A Poisson process of `count * rate` per second, shaped by an optional load curve.
+    /// Arrivals at `count * rate` per second, shaped by an optional load curve.
     Open {
         /// Mean time between arrivals at a load factor of 1, in microseconds.
         mean_gap_us: f64,
@@ -98,6 +98,8 @@ pub enum Arrivals {
         load: Option<CapacityCurve>,
         /// The curve's highest factor (1 without a curve).
         load_peak: f64,
+        /// How arrivals bunch, at that mean rate.
+        process: crate::scenario::arrivals::ArrivalProcess,
     },
     /// One operation at a time per client.
     Closed {
@@ -520,6 +522,7 @@ impl Model {
                     },
                     load_peak: load.peak_factor(),
                     load: (!clients.load.is_empty()).then_some(load),
+                    process: *clients.arrivals.get_ref(),
                 }
             }
             Workload::Closed => Arrivals::Closed {

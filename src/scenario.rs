@@ -11,6 +11,7 @@
 //! after (relations between values: cap below base, unsorted capacity points, ...). Every error
 //! names the file, line and column, and says what would be valid; see [`crate::import::load`].
 
+pub mod arrivals;
 mod controls;
 mod data_files;
 pub mod fleet;
@@ -210,6 +211,17 @@ pub struct Clients {
     /// 3 }, { at = "12s", factor = 3 }, { at = "12s", factor = 1 }]`). Default: always 1.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub load: Vec<CapacityPoint>,
+    /// Open workload: the process operations arrive by (default `{ process = "poisson" }`;
+    /// see [`arrivals::ArrivalProcess`]), its mean rate always `count * rate * load`.
+    #[serde(
+        default = "defaults::arrivals",
+        skip_serializing_if = "arrivals_are_poisson"
+    )]
+    pub arrivals: Spanned<arrivals::ArrivalProcess>,
+    /// Open workload: `rate` and `load` from a recorded rate curve (see [`arrivals::Replay`]);
+    /// read as the scenario is loaded, so a resolved scenario holds the curve instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Spanned<arrivals::Replay>>,
     /// Closed workload: mean think time between operations (exponential).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_time: Option<Spanned<Duration>>,
@@ -234,6 +246,11 @@ pub struct Clients {
     /// controls with `scope = "process"` keep one state per process.
     #[serde(default = "defaults::processes")]
     pub processes: Spanned<Bounded<1, 100_000_000>>,
+}
+
+/// Whether `clients.arrivals` is the default, which a resolved scenario leaves out.
+fn arrivals_are_poisson(process: &Spanned<arrivals::ArrivalProcess>) -> bool {
+    process.get_ref().is_poisson()
 }
 
 /// How operations arrive.
@@ -883,6 +900,9 @@ mod defaults {
     }
     pub fn workload() -> Spanned<Workload> {
         Spanned::new(0..0, Workload::Open)
+    }
+    pub fn arrivals() -> Spanned<super::arrivals::ArrivalProcess> {
+        Spanned::new(0..0, super::arrivals::ArrivalProcess::Poisson)
     }
     pub fn deadline() -> Duration {
         Duration::from_ms(5000)

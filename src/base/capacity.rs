@@ -80,6 +80,81 @@ impl CapacityCurve {
             .unwrap_or(1.0)
     }
 
+    /// The time after `t` by which the factor, integrated from `t`, reaches `area` (in factor
+    /// times microseconds): the inverse of the curve's integral, for arrivals spaced evenly in
+    /// the load rather than in time. `None` if the curve never gathers that much (it ends at
+    /// zero).
+    pub fn time_after_area(&self, t: f64, area: f64) -> Option<f64> {
+        let mut start = t;
+        let mut left = area;
+        // The segments from `t` on: (end, factor at start, factor at end), linear in between;
+        // before the first point and after the last the factor is constant.
+        let index = self.points.partition_point(|&(at, _)| at as f64 <= t);
+        for &(end, _) in &self.points[index..] {
+            let end = end as f64;
+            let (from, to) = (self.factor_at(start), self.factor_before(end));
+            let whole = (from + to) / 2.0 * (end - start);
+            if whole >= left && whole > 0.0 {
+                return Some(start + Self::solve(from, (to - from) / (end - start), left));
+            }
+            left -= whole;
+            start = end;
+        }
+        let last = self.points.last().map_or(1.0, |&(_, factor)| factor);
+        (last > 0.0).then(|| start + left / last)
+    }
+
+    /// The factor integrated from time zero to `end` (in factor times microseconds): a load
+    /// curve's operations, over the rate.
+    pub fn integral(&self, end: f64) -> f64 {
+        let mut total = 0.0;
+        let mut start = 0.0;
+        for &(at, _) in self.points.iter().filter(|&&(at, _)| at > 0) {
+            let at = (at as f64).min(end);
+            total += (self.factor_at(start) + self.factor_before(at)) / 2.0 * (at - start);
+            start = at;
+            if start >= end {
+                return total;
+            }
+        }
+        total + self.factor_at(start) * (end - start)
+    }
+
+    /// The factor at `t`, exact at fractional microseconds (the later point at a step).
+    fn factor_at(&self, t: f64) -> f64 {
+        self.interpolate(t, self.points.partition_point(|&(at, _)| at as f64 <= t))
+    }
+
+    /// The factor just before `t`, where a step at `t` has not yet happened.
+    fn factor_before(&self, t: f64) -> f64 {
+        self.interpolate(t, self.points.partition_point(|&(at, _)| (at as f64) < t))
+    }
+
+    /// The factor at `t` given the number of points at or before it.
+    fn interpolate(&self, t: f64, after: usize) -> f64 {
+        match (
+            after.checked_sub(1).map(|i| self.points[i]),
+            self.points.get(after),
+        ) {
+            (None, Some(&(_, factor))) => factor,
+            (Some((_, factor)), None) => factor,
+            (Some((at, factor)), Some(&(next_at, next_factor))) => {
+                factor + (next_factor - factor) * (t - at as f64) / (next_at - at) as f64
+            }
+            (None, None) => 1.0,
+        }
+    }
+
+    /// The `x >= 0` at which `from * x + slope * x^2 / 2` reaches `area`.
+    fn solve(from: f64, slope: f64, area: f64) -> f64 {
+        if slope.abs() < 1e-15 {
+            area / from
+        } else {
+            // The root that is the stable form of (-from + sqrt(from^2 + 2 slope area)) / slope.
+            2.0 * area / (from + (from * from + 2.0 * slope * area).max(0.0).sqrt())
+        }
+    }
+
     /// The incidents: time ranges in which the factor is away from its initial value (an
     /// outage, a load spike). Each starts at the point from which the curve leaves the initial
     /// value and ends at the point where it is back; `None` for one that never ends.

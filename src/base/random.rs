@@ -66,6 +66,8 @@ pub enum Purpose {
     ClientControl = 10,
     /// The overload controls of a service calling the next one.
     CallerControl = 11,
+    /// When a Markov-modulated arrival process changes state.
+    ArrivalPhases = 12,
 }
 
 /// What a draw addressed by its request is for; the discriminant is part of the counter.

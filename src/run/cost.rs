@@ -335,7 +335,7 @@ struct Operations {
     most: f64,
 }
 
-/// The operations of `policy`'s clients: an open loop's Poisson count, within a margin; a
+/// The operations of `policy`'s clients: an open loop's count, within a margin; a
 /// closed loop's, from one per client and think time plus least operation time, at most.
 fn operations(scenario: &Scenario, policy: &Policy) -> Operations {
     let clients = &scenario.clients;
@@ -346,23 +346,19 @@ fn operations(scenario: &Scenario, policy: &Policy) -> Operations {
         Workload::Open => {
             let rate = count * clients.rate.map_or(0.0, |rate| rate.get());
             let load = CapacityCurve::new(1, &clients.load);
-            // The load curve's mean over the run, sampled finely enough for steps of 0.1%.
-            let samples = 1000;
-            let mean_load = (0..samples)
-                .map(|i| {
-                    load.factor(
-                        (duration * MICROS_PER_SECOND as f64 * i as f64 / samples as f64) as u64,
-                    )
-                })
-                .sum::<f64>()
-                / samples as f64;
-            let expected = rate * mean_load * duration;
-            // The samples miss at most a step's width of the curve.
-            let sampling = rate * load.peak_factor() * duration / samples as f64;
+            let expected = rate * load.integral(duration * MICROS_PER_SECOND as f64)
+                / MICROS_PER_SECOND as f64;
+            // Bursty arrivals vary more: the count's variance is the index of dispersion
+            // times its mean.
+            let dispersion = clients
+                .arrivals
+                .get_ref()
+                .dispersion_bound(rate * load.peak_factor());
+            let margin = margin(dispersion * expected);
             Operations {
                 expected,
-                fewest: (expected - margin(expected) - sampling).max(0.0),
-                most: expected + margin(expected) + sampling,
+                fewest: (expected - margin).max(0.0),
+                most: expected + margin,
             }
         }
         Workload::Closed => {
@@ -676,8 +672,8 @@ mod tests {
     fn an_open_loop_offers_count_times_rate_times_duration() {
         let estimate = estimate(OPEN, 2);
         assert_eq!(estimate.policies.len(), 2);
-        // Ten standard deviations of 20,000 arrivals, and the load sampling's 0.1%.
-        let spread = 10.0 * 20_000f64.sqrt() + 1.0 + 20.0;
+        // Ten standard deviations of 20,000 arrivals.
+        let spread = 10.0 * 20_000f64.sqrt() + 1.0;
         for cost in &estimate.policies {
             assert_eq!(cost.operations, 20_000.0);
             assert_eq!(
@@ -701,7 +697,25 @@ mod tests {
             load = [{ at = "4s", factor = 1 }, { at = "4s", factor = 3 }, { at = "6s", factor = 3 }, { at = "6s", factor = 1 }]"#,
         );
         let operations = estimate(&spiked, 1).policies[0].operations;
-        assert!((operations - 28_000.0).abs() < 28.0, "{operations}");
+        assert!((operations - 28_000.0).abs() < 1e-6, "{operations}");
+    }
+
+    /// Bursty arrivals widen the count's margin by the square root of their index of
+    /// dispersion: batches of 4 have variance 4 times the mean (SYSTEMS §5), so ten standard
+    /// deviations of 20,000 are `10 * sqrt(80,000)`; the expected count does not change.
+    #[test]
+    fn batches_widen_the_count_by_their_dispersion() {
+        let batched = OPEN.replace(
+            "rate = 2.0",
+            "rate = 2.0\n            arrivals = { process = \"batch\", size = 4 }",
+        );
+        let cost = &estimate(&batched, 1).policies[1];
+        assert_eq!(cost.operations, 20_000.0);
+        let spread = 10.0 * 80_000f64.sqrt() + 1.0;
+        assert_eq!(
+            cost.fewest_events,
+            (20_000.0 - spread) * FEWEST_EVENTS_SENT + 10.0
+        );
     }
 
     /// Memory holds the simulations that run at once: one thread, the largest; two, both.
@@ -719,7 +733,7 @@ mod tests {
         // 10 s plus a 5 s deadline of 1 s buckets; 10 s of 10 ms health steps; 2,000
         // operations/s living up to 5 s; the timers of the last second's attempts (the default
         // attempt timeout), four an operation, for the most operations the draws can bring.
-        let most_operations = 20_000.0 + 10.0 * 20_000f64.sqrt() + 1.0 + 20.0;
+        let most_operations = 20_000.0 + 10.0 * 20_000f64.sqrt() + 1.0;
         assert_eq!(
             one.policies[0].memory_bytes,
             15.0 * BYTES_PER_BUCKET
@@ -764,7 +778,7 @@ mod tests {
         "#;
         let cost = &estimate(chain, 1).policies[0];
         assert_eq!(cost.operations, 1000.0);
-        let spread = 10.0 * 1000f64.sqrt() + 1.0 + 1.0;
+        let spread = 10.0 * 1000f64.sqrt() + 1.0;
         // The fewest: the edge refuses at once.
         assert_eq!(
             cost.fewest_events,

@@ -144,7 +144,7 @@ pub trait ConfigSource: Sync {
     fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String>;
 
     /// The text of the data file at `path` (the scenario's folder joined with what a
-    /// distribution's `histogram` or `samples` names); the error names the file.
+    /// distribution's `histogram` or `samples` or `clients.replay` names); the error names the file.
     fn data_file(&self, path: &Path) -> Result<String, String>;
 }
 
@@ -317,7 +317,7 @@ impl ConfigSource for NoImports {
 
     fn data_file(&self, path: &Path) -> Result<String, String> {
         Err(format!(
-            "{}: a resolved scenario reads no data file (its distributions are inline)",
+            "{}: a resolved scenario reads no data file (its distributions are inline, its replay applied)",
             path.display()
         ))
     }
@@ -425,6 +425,7 @@ impl<'a> Source<'a> {
             self.error_at(error.span().unwrap_or(0..0), &explain(error.message()))
         })?;
         self.import_configs(&mut scenario)?;
+        self.replay_rates(&mut scenario)?;
         validate(&scenario).map_err(|(span, message)| self.error_at(span, &message))?;
         resolve_defaults(&mut scenario);
         super::links::resolve_links(&mut scenario);
@@ -490,6 +491,59 @@ impl<'a> Source<'a> {
             let imported = self.import_config(&import, part)?;
             imported.apply_to_call(retry, &written);
         }
+        Ok(())
+    }
+
+    /// Replaces `clients.replay` by the `rate` and `load` of the rate file it names (read
+    /// relative to the scenario file); an error in the file names the file and its line.
+    fn replay_rates(&self, scenario: &mut Scenario) -> Result<(), ScenarioError> {
+        let Some(replay) = scenario.clients.replay.take() else {
+            return Ok(());
+        };
+        let span = replay.span();
+        let replay = replay.into_inner();
+        let clients = &mut scenario.clients;
+        if *clients.workload.get_ref() == super::Workload::Closed {
+            return Err(self.error_at(
+                span,
+                "`replay` gives an open workload its rate; a closed workload has `think_time`",
+            ));
+        }
+        if clients.rate.is_some() || !clients.load.is_empty() {
+            return Err(self.error_at(
+                span,
+                "`replay` sets the clients' `rate` and `load` from its file; remove them",
+            ));
+        }
+        let name = replay.rates.get_ref();
+        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        let path = folder.join(name);
+        let in_file = |message: String| self.error_at(replay.rates.span(), &message);
+        let text = self
+            .configs
+            .data_file(&path)
+            .map_err(|error| in_file(format!("replay {name:?}: {error}")))?;
+        let samples = super::arrivals::parse_rates(&text).map_err(|(line, message)| {
+            in_file(match line {
+                0 => format!("replay {name:?}: {}: {message}", path.display()),
+                _ => format!("replay {name:?}: {}:{line}: {message}", path.display()),
+            })
+        })?;
+        let count = clients.count.get_ref().get();
+        let load = super::arrivals::replay_load(&replay, &samples, count)
+            .map_err(|message| self.error_at(span.clone(), &format!("replay: {message}")))?;
+        let duration = scenario.duration.get_ref().micros();
+        if duration > load.length {
+            return Err(self.error_at(
+                scenario.duration.span(),
+                &format!(
+                    "the replay lasts {} in the run ((to - from + warmup) / speedup); duration must be at most that",
+                    crate::base::time::Duration(load.length)
+                ),
+            ));
+        }
+        clients.rate = Some(load.rate);
+        clients.load = load.points;
         Ok(())
     }
 

@@ -246,6 +246,8 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
                     "`think_time` is for closed workloads; an open workload has `rate`".into(),
                 ));
             }
+            super::arrivals::check_process(clients.arrivals.get_ref())
+                .map_err(|message| (span_of(&clients.arrivals, workload_span.clone()), message))?;
             validate_curve("load", &clients.load)?;
             let peak = CapacityCurve::new(1, &clients.load).peak_factor();
             if peak <= 0.0 {
@@ -276,6 +278,12 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
                     workload_span,
                     "`rate` and `load` are for open workloads; a closed workload has `think_time`"
                         .into(),
+                ));
+            }
+            if !clients.arrivals.get_ref().is_poisson() {
+                return Err((
+                    span_of(&clients.arrivals, workload_span),
+                    "`arrivals` is for open workloads; a closed client starts its next operation after its think time".into(),
                 ));
             }
         }
