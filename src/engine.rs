@@ -112,6 +112,7 @@ pub mod downtime;
 pub mod event_queue;
 mod hedging;
 pub mod idempotency;
+mod manual;
 pub mod outlier;
 mod ring_hash;
 mod server;
@@ -273,6 +274,10 @@ enum Event {
     Restart(ServiceId),
     /// A time bucket ends.
     Tick,
+    /// A user's patience with an operation runs out, if they still wait for it.
+    Patience(Key),
+    /// A user starts again the intent whose first operation this is.
+    Press(Key),
 }
 
 /// What a service answered.
@@ -812,6 +817,8 @@ struct Engine<'a, O: Observer> {
     unfinished: u64,
     /// Simulated time stopped advancing: the run ends with this error.
     stalled: Option<Stalled>,
+    /// Users retry by hand: each user operation's intent, at its slot ([`manual`]).
+    intents: Vec<manual::IntentSlot>,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -820,7 +827,10 @@ impl<'a, O: Observer> Engine<'a, O> {
         let mut events = EventQueue::default();
         let lanes = Lanes::new(&mut events, model);
         let hears_attempts = observer.hears_attempts();
+        // A user who retries by hand hears the end of an operation as it comes, in order with
+        // their patience running out.
         let learn_successes_early = !hears_attempts
+            && model.users.manual_retry.is_none()
             && matches!(model.users.workload, Arrivals::Open { .. })
             && model.users.policy.controls.is_empty()
             && model.users.policy.hedging.is_none();
@@ -926,6 +936,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             next_operation_id: 0,
             unfinished: 0,
             stalled: None,
+            intents: Vec::new(),
         }
     }
 
@@ -989,6 +1000,10 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     fn start(&mut self) {
+        if self.model.users.manual_retry.is_some() {
+            // Counted from zero, even if no intent starts.
+            self.recorder.intents();
+        }
         for (id, service) in self.services.iter_mut().enumerate() {
             if let (_, Some(next)) = service.update_capacity(0) {
                 self.events.push(next, Event::Capacity(id as ServiceId));
@@ -1056,6 +1071,8 @@ impl<'a, O: Observer> Engine<'a, O> {
             Event::RejectionWorkDone(service) => self.rejection_work_done(service),
             Event::CrashCheck(service) => self.crash_check(service),
             Event::Restart(service) => self.restart(service),
+            Event::Patience(operation) => self.patience_over(operation),
+            Event::Press(root) => self.press_again(root),
             Event::Tick => {
                 // At the last microsecond of a bucket, so that the bucket records its own end.
                 self.record_service_state();
@@ -1080,7 +1097,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             Event::Send(key)
             | Event::DelayedSend(key)
             | Event::PoolGiveUp(key)
-            | Event::Hedge(key) => self.operations.prefetch(key),
+            | Event::Hedge(key)
+            | Event::Patience(key)
+            | Event::Press(key) => self.operations.prefetch(key),
             Event::Arrival(_)
             | Event::ClientReady(..)
             | Event::Capacity(_)
@@ -1161,11 +1180,14 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     /// The user operation that `operation` (at `key`) belongs to: itself, or the one its
-    /// downstream call is made for.
+    /// downstream call is made for; a press by hand that reuses its key belongs to its intent's
+    /// first operation ([`manual`]).
     #[inline]
     fn logical(&self, key: Key, operation: &Operation) -> Key {
-        self.downstream_call(key, operation)
-            .map_or(key, |call| call.logical)
+        match self.downstream_call(key, operation) {
+            Some(call) => call.logical,
+            None => self.key_holder(key),
+        }
     }
 }
 

@@ -12,7 +12,7 @@
 
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::counters::Measurements;
-use crate::vocabulary::counts::{BucketCounts, HealthCounts};
+use crate::vocabulary::counts::{BucketCounts, HealthCounts, IntentCounts};
 use crate::vocabulary::metric::{Incident, Recovery, ServiceSummary, Summary, Window};
 
 impl Measurements {
@@ -72,6 +72,12 @@ impl Measurements {
                 .sum::<u64>() as f64
                 / MICROS_PER_SECOND as f64,
             recovery_s: self.recovery_s(incident),
+            // Without presses by hand, each operation is an intent.
+            intents: self.intents.unwrap_or(IntentCounts {
+                started: operations,
+                succeeded,
+                manual_retries: 0,
+            }),
         }
     }
 

@@ -26,6 +26,7 @@ use crate::retry::backoff::Jitter;
 use crate::retry::decision::{StatusSet, is_idempotent_method};
 use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::incident::Window as IncidentWindow;
+use crate::scenario::manual_retry::{KeyReuse, ManualRetry, Trigger};
 use crate::vocabulary::metric::{HealthRule, Incident};
 use toml::Spanned;
 
@@ -85,6 +86,71 @@ pub struct Users {
     pub policy: CallerPolicy,
     /// The processes the clients run in, for controls kept per process.
     pub processes: u64,
+    /// Users who retry by hand, if they do.
+    pub manual_retry: Option<ManualRetryModel>,
+}
+
+/// Users who retry by hand (a policy's `manual_retry`): when they start an operation again.
+#[derive(Debug, Clone)]
+pub struct ManualRetryModel {
+    /// A failed operation makes them press again.
+    pub on_failure: bool,
+    /// They give up on an operation after this long and may press again.
+    pub patience: Option<Micros>,
+    /// The chance that they press again.
+    pub probability: f64,
+    /// The time between giving up and pressing again.
+    pub delay: Distribution,
+    /// The most presses after the first, per intent.
+    pub max: u8,
+    /// Each press carries a key of its own (else the first press's).
+    pub new_key: bool,
+}
+
+impl std::fmt::Display for ManualRetryModel {
+    /// `after a failure or 8s, 60% press again after exponential, mean 3s, at most 2 times,
+    /// a new key each`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let patience = self
+            .patience
+            .map(|patience| crate::base::time::Duration(patience).to_string());
+        let when = match (self.on_failure, patience) {
+            (true, Some(patience)) => format!("after a failure or {patience}"),
+            (true, None) => "after a failure".to_string(),
+            (false, Some(patience)) => format!("after {patience}"),
+            (false, None) => unreachable!("validated: a trigger at least"),
+        };
+        write!(
+            f,
+            "{when}, {}% press again after {}, at most {} time{}, {}",
+            self.probability * 100.0,
+            self.delay,
+            self.max,
+            if self.max == 1 { "" } else { "s" },
+            if self.new_key {
+                "a new key each"
+            } else {
+                "the first key"
+            }
+        )
+    }
+}
+
+impl ManualRetryModel {
+    fn new(manual: &ManualRetry) -> ManualRetryModel {
+        ManualRetryModel {
+            on_failure: manual.on(Trigger::Failure),
+            patience: manual
+                .patience
+                .as_ref()
+                .filter(|_| manual.on(Trigger::Impatience))
+                .map(|patience| patience.get_ref().micros()),
+            probability: manual.probability.get(),
+            delay: manual.delay,
+            max: manual.max.get() as u8,
+            new_key: manual.key == KeyReuse::New,
+        }
+    }
 }
 
 /// How operations start.
@@ -565,6 +631,10 @@ impl Model {
                 previous_hosts: policy.previous_hosts.get() as u32,
             },
             processes: clients.processes.get_ref().get(),
+            manual_retry: policy
+                .manual_retry
+                .as_ref()
+                .map(|manual| ManualRetryModel::new(manual.get_ref())),
         };
         let services = topology.services();
         let index_of = |name: &str| -> ServiceId {

@@ -28,7 +28,8 @@ use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::{
-    INSTANCE_METRICS, METRICS, SERVICE_METRICS, ServiceSummary, Unit, format_metric, metric_names,
+    INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary, Unit,
+    format_metric, metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -331,8 +332,9 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
 }
 
 /// A JSON array with one object per policy: every summary metric (`null` where it is undefined,
-/// and for a recovery that never came), the events processed, failures by reason, and the
-/// upstream's block, or for a topology each service's ([`service_block`]).
+/// and for a recovery that never came), the events processed, failures by reason, when users
+/// retry by hand the intents' metrics ([`INTENT_METRICS`]) as `intents`, and the upstream's
+/// block, or for a topology each service's ([`service_block`]).
 pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     let policies: Vec<Value> = run
         .policies
@@ -352,6 +354,16 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 .map(|(reason, count)| (reason.name().to_string(), json!(count)))
                 .collect();
             object.insert("failures".into(), Value::Object(failures));
+            if run.has_manual_retries() {
+                let intents: Map<String, Value> = INTENT_METRICS
+                    .iter()
+                    .map(|metric| {
+                        let value = (metric.value)(&policy.summary);
+                        (metric.name.to_string(), json_value(metric.unit, value))
+                    })
+                    .collect();
+                object.insert("intents".into(), Value::Object(intents));
+            }
             let blocks = policy.services.iter().map(service_block);
             if run.has_topology() {
                 object.insert("services".into(), Value::Array(blocks.collect()));

@@ -52,6 +52,15 @@ impl ScenarioRun {
     pub fn has_topology(&self) -> bool {
         self.model.services.len() > 1
     }
+
+    /// Whether the users of some policy retry by hand (its `manual_retry`): then results are
+    /// told per intent too, and a duplicate write is one of an intent.
+    pub fn has_manual_retries(&self) -> bool {
+        self.scenario
+            .policy
+            .iter()
+            .any(|policy| policy.manual_retry.is_some())
+    }
 }
 
 /// Simulates one model and summarises it; an error names the policy whose simulated time

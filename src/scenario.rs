@@ -19,6 +19,7 @@ mod imported;
 pub mod incident;
 mod links;
 mod load;
+pub mod manual_retry;
 mod overload;
 mod topology;
 mod validate;
@@ -840,6 +841,10 @@ pub struct Policy {
     /// with retrying only at the edge in one scenario.
     #[serde(default, skip_serializing_if = "Overrides::is_empty")]
     pub overrides: Overrides,
+    /// Users who retry by hand in this policy's run: after a failure or past their patience
+    /// they start the operation again, a new call to the client (default: never).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub manual_retry: Option<Spanned<manual_retry::ManualRetry>>,
 }
 
 impl Policy {
@@ -994,6 +999,7 @@ mod defaults {
             controls: Vec::new(),
             previous_hosts: previous_hosts(),
             overrides: Overrides::default(),
+            manual_retry: None,
         }]
     }
     /// The calls of a service without a `retry` table: sent once, each waiting as long as

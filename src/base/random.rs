@@ -107,6 +107,9 @@ pub enum Draw {
     CallName = 12,
     /// The instance of a fleet a request goes to, and a caller's first round-robin position.
     Host = 13,
+    /// Whether a user who gave up on an operation starts it again, and after how long: the
+    /// identity is the intent's first operation and the press.
+    ManualRetry = 14,
 }
 
 /// Who a draw belongs to: a call (a user operation, or one service's call to the next made on

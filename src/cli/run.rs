@@ -459,6 +459,12 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
     .iter()
     .map(|name| name.to_string())
     .collect();
+    // Users who retry by hand: an intent spans operations, and a duplicate is an intent's.
+    let manual = run.has_manual_retries();
+    if manual {
+        header[5] = "dup.writes/intent".into();
+        header.extend(["intents", "by hand", "intent ok"].map(String::from));
+    }
     // In a topology, the load on every service below the entry, per user operation.
     let below_entry: Vec<usize> = (0..run.model.services.len())
         .filter(|&index| run.has_topology() && index != usize::from(run.model.entry))
@@ -497,6 +503,17 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
                 format!("{:.0}", summary.peak_after_rps),
                 summary.recovery_s.to_string(),
             ];
+            if manual {
+                let intents = &summary.intents;
+                row.extend([
+                    intents.started.to_string(),
+                    intents.manual_retries.to_string(),
+                    format!(
+                        "{:.2}%",
+                        summary.metric("intent_success_rate").unwrap_or(f64::NAN) * 100.0
+                    ),
+                ]);
+            }
             row.extend(
                 below_entry
                     .iter()

@@ -62,6 +62,22 @@ impl<O: Observer> Engine<'_, O> {
             .min(endpoints.len() - 1);
         let id = self.next_operation_id;
         self.next_operation_id += 1;
+        let key = self.open_operation(client, endpoint as u16, id, streak);
+        if self.model.users.manual_retry.is_some() {
+            self.intent_started(key);
+        }
+        self.send_first(key, None);
+    }
+
+    /// A user client starts operation `id` on `endpoint`: the record, its deadline, its
+    /// controls told; its first attempt is the caller's to send.
+    pub(super) fn open_operation(
+        &mut self,
+        client: u32,
+        endpoint: u16,
+        id: u64,
+        streak: u16,
+    ) -> Key {
         self.unfinished += 1;
         self.recorder.operation_started();
         let deadline = match self.model.users.policy.deadline {
@@ -70,18 +86,18 @@ impl<O: Observer> Engine<'_, O> {
         };
         let key = self.operations.insert(Operation {
             instant_streak: streak,
-            ..Operation::new(id, client, endpoint as u16, false, self.now, deadline)
+            ..Operation::new(id, client, endpoint, false, self.now, deadline)
         });
         self.call_created(key);
         if !self.user_controls.is_empty() {
             self.user_controls.call_started(self.now, client);
         }
-        self.send_first(key, None);
+        key
     }
 
     /// Sends a call's first attempt, and starts its hedging if its policy hedges and the
     /// operation may be repeated (a write without protection is never hedged).
-    fn send_first(&mut self, key: Key, call: Option<DownstreamCall>) {
+    pub(super) fn send_first(&mut self, key: Key, call: Option<DownstreamCall>) {
         let policy = policy_of(self.model, call);
         let hedging = policy.hedging.filter(|_| {
             let operation = self.operations.get(key).expect("a starting call is live");
@@ -867,33 +883,10 @@ impl<O: Observer> Engine<'_, O> {
         match call {
             None => {
                 self.unfinished -= 1;
-                if let Arrivals::Closed { think_mean_us, .. } = self.model.users.workload {
-                    let operation = self.operations.get(key).expect("live operation");
-                    let think = self
-                        .keyed
-                        .draws(
-                            Draw::Think,
-                            Identity {
-                                call: operation.id,
-                                part: 0,
-                            },
-                        )
-                        .exponential(think_mean_us) as Micros;
-                    let streak = if think == 0 && operation.start == self.now {
-                        operation.instant_streak + 1
-                    } else {
-                        0
-                    };
-                    if streak >= MAX_INSTANT_OPERATIONS {
-                        self.stalled = Some(Stalled {
-                            policy: String::new(),
-                            client,
-                            operations: streak,
-                            at: self.now,
-                        });
-                    }
-                    self.events
-                        .push(self.now + think, Event::ClientReady(client, streak));
+                if self.model.users.manual_retry.is_some() {
+                    self.user_heard(key, succeeded);
+                } else {
+                    self.think(key);
                 }
             }
             Some(call) => self.call_returned(call, succeeded),
@@ -903,6 +896,41 @@ impl<O: Observer> Engine<'_, O> {
         if hedged {
             self.cancel_hedges(key);
         }
+    }
+
+    /// What a user did (the operation at `key`, or the intent it began) ended: a closed-loop
+    /// client thinks before its next one.
+    pub(super) fn think(&mut self, key: Key) {
+        let Arrivals::Closed { think_mean_us, .. } = self.model.users.workload else {
+            return;
+        };
+        let operation = self.operations.get(key).expect("live operation");
+        let client = operation.client;
+        let think = self
+            .keyed
+            .draws(
+                Draw::Think,
+                Identity {
+                    call: operation.id,
+                    part: 0,
+                },
+            )
+            .exponential(think_mean_us) as Micros;
+        let streak = if think == 0 && operation.start == self.now {
+            operation.instant_streak + 1
+        } else {
+            0
+        };
+        if streak >= MAX_INSTANT_OPERATIONS {
+            self.stalled = Some(Stalled {
+                policy: String::new(),
+                client,
+                operations: streak,
+                at: self.now,
+            });
+        }
+        self.events
+            .push(self.now + think, Event::ClientReady(client, streak));
     }
 
     pub(super) fn release_attempt(&mut self, key: Key) {
@@ -934,7 +962,7 @@ impl<O: Observer> Engine<'_, O> {
 
     /// Frees an operation that is done; a downstream call lets its user operation go too if
     /// it was the last thing that operation waited for.
-    fn free_operation(&mut self, key: Key) {
+    pub(super) fn free_operation(&mut self, key: Key) {
         let operation = self.operations.remove(key).expect("live operation");
         if let Some(DownstreamCall { logical, .. }) = self.downstream_call(key, &operation) {
             let user = self
@@ -943,8 +971,10 @@ impl<O: Observer> Engine<'_, O> {
                 .expect("a user operation outlives its calls");
             user.live_calls -= 1;
             if user.is_done() {
-                self.operations.remove(logical);
+                self.free_operation(logical);
             }
+        } else if self.model.users.manual_retry.is_some() {
+            self.intent_member_freed(key);
         }
     }
 }

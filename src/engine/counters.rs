@@ -14,7 +14,9 @@ use crate::base::histogram::Histogram;
 use crate::base::time::Micros;
 use crate::engine::downtime::Downtime;
 pub use crate::vocabulary::counts::InstanceTotals;
-use crate::vocabulary::counts::{BucketCounts, HealthCounts, ServiceBucket, health_step};
+use crate::vocabulary::counts::{
+    BucketCounts, HealthCounts, IntentCounts, ServiceBucket, health_step,
+};
 use crate::vocabulary::outcome::FailureReason;
 
 /// Bins per power of two of the per-bucket latency histograms (0.4% error).
@@ -263,6 +265,8 @@ pub struct Measurements {
     pub peak_operations_in_flight: u64,
     /// Most attempts in flight at once (in the network, queued, in service or awaited).
     pub peak_attempts_in_flight: u64,
+    /// The users' intents, when they retry by hand (else each operation is one).
+    pub intents: Option<IntentCounts>,
 }
 
 /// The engine's handle for counting the users' side.
@@ -287,6 +291,8 @@ pub struct Recorder {
     cancelled_dropped: u64,
     peak_operations_in_flight: u64,
     peak_attempts_in_flight: u64,
+    /// The users' intents, when they retry by hand.
+    intents: Option<IntentCounts>,
 }
 
 impl Recorder {
@@ -309,7 +315,14 @@ impl Recorder {
             cancelled_dropped: 0,
             peak_operations_in_flight: 0,
             peak_attempts_in_flight: 0,
+            intents: None,
         }
+    }
+
+    /// The users' intents, counted from now on (users who retry by hand).
+    #[inline]
+    pub fn intents(&mut self) -> &mut IntentCounts {
+        self.intents.get_or_insert_default()
     }
 
     /// The counts of the bucket holding time `t`, created on first use.
@@ -451,6 +464,7 @@ impl Recorder {
             cancelled_timers: self.cancelled_taken + self.cancelled_dropped,
             peak_operations_in_flight: self.peak_operations_in_flight,
             peak_attempts_in_flight: self.peak_attempts_in_flight,
+            intents: self.intents,
         }
     }
 }

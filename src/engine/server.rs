@@ -470,7 +470,8 @@ impl<'a, O: Observer> Engine<'a, O> {
 
     /// Where the data lives (a service that calls no other), a served request of a
     /// non-idempotent endpoint commits a write: its logical operation has written once more,
-    /// and the service tells whether that is a duplicate.
+    /// and the service tells whether that is a duplicate (of its intent, when users retry by
+    /// hand: [`super::manual`]).
     fn commit_write(&mut self, id: ServiceId, operation_key: Key) {
         let now = self.now;
         let operation = self.operations.get(operation_key).expect("live operation");
@@ -484,7 +485,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             .expect("live operation")
             .writes += 1;
         self.service(id).counts(now).writes += 1;
-        if self.store(id).record_write(logical) {
+        // A user who pressed again may be charged twice whatever keys the presses carried.
+        let intent = self.intent_of(logical);
+        if self.store(id).record_write(intent) {
             self.recorder.at(now).duplicate_writes += 1;
         }
     }

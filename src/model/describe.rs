@@ -315,7 +315,13 @@ pub fn effective_policies(scenario: &Scenario) -> EffectivePolicies {
         .collect();
     let clients = models
         .iter()
-        .map(|(name, model)| format!("policy {name:?}: {}", model.callers()[0].line()))
+        .map(|(name, model)| {
+            let line = format!("policy {name:?}: {}", model.callers()[0].line());
+            match &model.users.manual_retry {
+                Some(manual) => format!("{line}; users retry by hand: {manual}"),
+                None => line,
+            }
+        })
         .collect();
     // The tiers as the file sets them: the model of a policy without overrides.
     let mut plain = scenario.policy[0].clone();

@@ -16,7 +16,7 @@ use crate::claims::{evaluate, number};
 use crate::output::charts::{Chart, ChartError, Charts, Format, MAX_INSTANCE_LINES};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
-use crate::vocabulary::metric::METRICS;
+use crate::vocabulary::metric::{Domain, INTENT_METRICS, METRICS, Unit};
 
 pub use diagram::topology_svg;
 pub use sweep::{PointTable, SweepPage, SweepSection, sweep_report_html};
@@ -298,6 +298,19 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
             escape(metric.meaning)
         );
     }
+    let intents = if run.has_manual_retries() {
+        &INTENT_METRICS[..]
+    } else {
+        &[]
+    };
+    for metric in intents {
+        let _ = writeln!(
+            page,
+            "<dt>{}</dt><dd>{}</dd>",
+            escape(metric.name),
+            escape(metric.meaning)
+        );
+    }
     let _ = writeln!(
         page,
         "<dt>failures by reason</dt><dd>{}</dd>",
@@ -399,6 +412,38 @@ fn summary_table(page: &mut String, run: &ScenarioRun) {
     }
     page.push_str("</table></div>\n");
     failures_table(page, run, &names);
+    if run.has_manual_retries() {
+        intents_table(page, run, &names);
+    }
+}
+
+/// What the users set out to do and got, when some policy's users retry by hand.
+fn intents_table(page: &mut String, run: &ScenarioRun, names: &[&str]) {
+    let _ = write!(
+        page,
+        "<p>Users retry by hand: each arrival is an intent, and its user may start the operation again (an operation more), so duplicate writes are counted per intent: a second committed write of one intent, whichever keys the two carried, is one.</p>\n<div class=\"table\"><table id=\"intents\">\n<tr><th style=\"width: {}ch\">policy</th>",
+        two_line_width(names)
+    );
+    for metric in &INTENT_METRICS {
+        let _ = write!(page, "<th>{}</th>", escape(&metric.name.replace('_', " ")));
+    }
+    page.push_str("</tr>\n");
+    for policy in &run.policies {
+        let _ = write!(page, "<tr><td>{}</td>", escape(&policy.name));
+        for metric in &INTENT_METRICS {
+            let value = (metric.value)(&policy.summary);
+            let cell = match metric.unit {
+                Unit::Count => format!("{value:.0}"),
+                Unit::Number if metric.domain == Domain::Share => {
+                    format!("{:.2}%", value * 100.0)
+                }
+                Unit::Number => format!("{value:.3}"),
+            };
+            let _ = write!(page, "<td>{cell}</td>");
+        }
+        page.push_str("</tr>\n");
+    }
+    page.push_str("</table></div>\n");
 }
 
 /// Operations that ended without success, by reason (a column per reason that occurred in
@@ -550,6 +595,16 @@ fn user_settings(run: &ScenarioRun, model: &crate::model::Model) -> Vec<Setting>
             per_operation(|endpoint| endpoint.status_endpoint),
         ),
     ]);
+    if run.has_manual_retries() {
+        settings.push((
+            "<code>manual_retry</code>",
+            model
+                .users
+                .manual_retry
+                .as_ref()
+                .map_or_else(|| "none".to_string(), ToString::to_string),
+        ));
+    }
     settings
 }
 

@@ -100,6 +100,15 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
 /// operation; a policy that ignores it is bounded by its attempts, their timeouts and the
 /// longest wait between them (its cap, or the longest Retry-After a service can send).
 pub fn longest_operation(scenario: &Scenario, policy: &Policy) -> u64 {
+    let longest = longest_call(scenario, policy);
+    // Users who retry by hand stretch an intent over several operations.
+    policy.manual_retry.as_ref().map_or(longest, |manual| {
+        longest.saturating_add(manual.get_ref().longest_extension(longest))
+    })
+}
+
+/// The longest one call of a `policy`'s users can live, in microseconds.
+fn longest_call(scenario: &Scenario, policy: &Policy) -> u64 {
     let clients = &scenario.clients;
     if !policy.ignore_deadline {
         return policy.deadline.unwrap_or(clients.deadline).micros();
@@ -481,6 +490,9 @@ fn validate_policies(scenario: &Scenario) -> Result<(), Problem> {
             ));
         }
         validate_controls(&policy.controls)?;
+        if let Some(manual) = &policy.manual_retry {
+            manual.get_ref().validate(manual.span(), name)?;
+        }
     }
     Ok(())
 }

@@ -9,6 +9,18 @@
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::vocabulary::outcome::FailureReason;
 
+/// What the users set out to do over a run, when they retry by hand: an intent is an arrival,
+/// and spans the operation it starts with and those its user starts again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct IntentCounts {
+    /// Intents started: one per arrival.
+    pub started: u64,
+    /// Intents whose user saw a success.
+    pub succeeded: u64,
+    /// Operations users started again by hand.
+    pub manual_retries: u64,
+}
+
 /// Counts of one time bucket, as the user clients saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct BucketCounts {

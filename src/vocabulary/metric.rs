@@ -11,7 +11,9 @@
 mod named;
 
 use crate::base::time::{MICROS_PER_SECOND, Micros};
-use crate::vocabulary::counts::{BucketCounts, HealthCounts, InstanceTotals, ServiceBucket};
+use crate::vocabulary::counts::{
+    BucketCounts, HealthCounts, InstanceTotals, IntentCounts, ServiceBucket,
+};
 
 pub use named::{
     AT, INSTANCE, NamedMetric, ServiceShape, WINDOW_METRICS, check_name, claim_direction,
@@ -62,6 +64,9 @@ pub struct Summary {
     pub wasted_work_s: f64,
     /// From the end of the incident until the system is healthy for good.
     pub recovery_s: Recovery,
+    /// The users' intents: with presses by hand, each spans several operations; without,
+    /// each is one.
+    pub intents: IntentCounts,
 }
 
 /// How long the system took to recover from its incident.
@@ -337,9 +342,73 @@ pub const METRICS: [Metric; 20] = [
     },
 ];
 
+/// The metrics of the users' intents, when users retry by hand (a policy's `manual_retry`):
+/// not among `summary.csv`'s columns, which stay those of [`METRICS`], but in `summary.json`'s
+/// `intents` block of a scenario whose users retry by hand, and named as the run's metrics
+/// are by claims and sweeps. Without presses by hand each operation is an intent.
+pub const INTENT_METRICS: [Metric; 5] = [
+    Metric {
+        name: "intents",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Neither,
+        value: |s| s.intents.started as f64,
+        meaning: "What the users set out to do: one per arrival, spanning the operation it starts with and those its user starts again by hand.",
+    },
+    Metric {
+        name: "manual_retries",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.intents.manual_retries as f64,
+        meaning: "Operations users started again by hand, after a failure or past their patience: new calls to the client, each an operation.",
+    },
+    Metric {
+        name: "intents_succeeded",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Higher,
+        value: |s| s.intents.succeeded as f64,
+        meaning: "Intents whose user saw a success.",
+    },
+    Metric {
+        name: "intent_success_rate",
+        unit: Unit::Number,
+        domain: Domain::Share,
+        better: Better::Higher,
+        value: |s| {
+            if s.intents.started == 0 {
+                0.0
+            } else {
+                s.intents.succeeded as f64 / s.intents.started as f64
+            }
+        },
+        meaning: "Intents whose user saw a success, as a share of those started.",
+    },
+    Metric {
+        name: "requests_per_intent",
+        unit: Unit::Number,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| {
+            if s.intents.started == 0 {
+                0.0
+            } else {
+                (s.attempts + s.status_checks) as f64 / s.intents.started as f64
+            }
+        },
+        meaning: "Requests the service received per intent: the SDK's retries and the users' presses multiplied.",
+    },
+];
+
 /// The metric called `name`, if there is one.
 pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|metric| metric.name == name)
+}
+
+/// The intent metric called `name`, if there is one.
+pub fn intent_metric(name: &str) -> Option<&'static Metric> {
+    INTENT_METRICS.iter().find(|metric| metric.name == name)
 }
 
 /// Every metric's name, in order.
@@ -386,9 +455,12 @@ pub fn parse_metric(text: &str) -> Result<f64, String> {
 }
 
 impl Summary {
-    /// The metric called `name` as a number; `None` for an unknown name.
+    /// The metric called `name` (one of [`METRICS`] or [`INTENT_METRICS`]) as a number; `None`
+    /// for an unknown name.
     pub fn metric(&self, name: &str) -> Option<f64> {
-        metric(name).map(|metric| (metric.value)(self))
+        metric(name)
+            .or_else(|| intent_metric(name))
+            .map(|metric| (metric.value)(self))
     }
 }
 

@@ -39,7 +39,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use retrystorm::vocabulary::metric::{
-    Better, Domain, FLEET_METRICS, INSTANCE_METRICS, METRICS, Metric, SERVICE_METRICS, Unit,
+    Better, Domain, FLEET_METRICS, INSTANCE_METRICS, INTENT_METRICS, METRICS, Metric,
+    SERVICE_METRICS, Unit,
 };
 use retrystorm::vocabulary::outcome::FailureReason;
 
@@ -717,8 +718,8 @@ fn marked<'a>(text: &'a str, name: &str) -> &'a str {
         .unwrap_or_else(|| panic!("docs/reference.md has no {begin:?} ... {end:?}"))
 }
 
-/// The reference's metric tables are [`METRICS`], [`SERVICE_METRICS`], [`FLEET_METRICS`] and
-/// [`INSTANCE_METRICS`], rendered: each metric's name, its better direction, its values and its
+/// The reference's metric tables are [`METRICS`], [`INTENT_METRICS`], [`SERVICE_METRICS`],
+/// [`FLEET_METRICS`] and [`INSTANCE_METRICS`], rendered: each metric's name, its better direction, its values and its
 /// meaning, in the code's order. On a difference the message holds the table to paste.
 #[test]
 fn the_metric_tables_are_the_codes() {
@@ -728,6 +729,10 @@ fn the_metric_tables_are_the_codes() {
         (
             "metrics",
             METRICS.iter().map(metric_row).collect::<Vec<_>>(),
+        ),
+        (
+            "intent metrics",
+            INTENT_METRICS.iter().map(metric_row).collect(),
         ),
         (
             "service metrics",

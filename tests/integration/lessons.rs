@@ -144,3 +144,28 @@ fn retry_layers_multiply_on_the_database() {
         "db amplification {every} against {clients}"
     );
 }
+
+/// double-charge: the provider drops nothing (its queue holds every payment), so every
+/// payment sent is charged once it is served. With a key made per press, every press is a new
+/// payment: the duplicates are the presses, exactly. With the key made per page, the provider
+/// commits one payment per intent, exactly, however many presses.
+#[test]
+fn every_press_with_a_new_key_is_a_second_charge() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/double-charge.toml");
+    let run = run(&bundled(&path, None));
+    let count =
+        |name: &str, metric: &str| policy(&run, name).summary.metric(metric).expect("a metric");
+    let writes = |name: &str| policy(&run, name).services[0].totals.writes as f64;
+    for name in ["no presses", "new key per press", "key per page"] {
+        assert_eq!(policy(&run, name).services[0].totals.rejected_overload, 0);
+    }
+    let presses = count("new key per press", "manual_retries");
+    assert!(presses > 0.0);
+    assert_eq!(count("new key per press", "duplicate_writes"), presses);
+    assert_eq!(
+        writes("new key per press"),
+        count("new key per press", "intents") + presses
+    );
+    assert!(count("key per page", "manual_retries") > 0.0);
+    assert_eq!(writes("key per page"), count("key per page", "intents"));
+}

@@ -21,6 +21,7 @@ mod imports;
 mod incidents;
 mod lessons;
 mod links;
+mod manual_retries;
 mod output_folders;
 mod overload;
 mod queueing;

@@ -19,8 +19,8 @@
 //! host is, and how much of the load it drew, is no number of the run's.
 
 use super::{
-    Better, Domain, FLEET_METRICS, INSTANCE_METRICS, METRICS, Metric, SERVICE_METRICS,
-    ServiceSummary, Summary, Unit, format_value, metric,
+    Better, Domain, FLEET_METRICS, INSTANCE_METRICS, INTENT_METRICS, METRICS, Metric,
+    SERVICE_METRICS, ServiceSummary, Summary, Unit, format_value, intent_metric, metric,
 };
 use crate::base::suggest::did_you_mean;
 use crate::vocabulary::counts::InstanceTotals;
@@ -278,11 +278,12 @@ impl NamedMetric {
         }
     }
 
-    /// Whether it is a fleet's or an instance's metric, which a sweep records only when its
-    /// requirements or its objective name it (they are not among [`NamedMetric::all`]).
+    /// Whether it is a fleet's, an instance's or an intent's metric, which a sweep records
+    /// only when its requirements or its objective name it (they are not among
+    /// [`NamedMetric::all`]).
     pub fn of_fleet(&self) -> bool {
         match &self.source {
-            Source::Run(_) => false,
+            Source::Run(metric) => intent_metric(metric.name).is_some(),
             Source::Service(metric, _) => fleet_metric(metric.name).is_some(),
             Source::Instance(..) => true,
         }
@@ -392,12 +393,17 @@ fn parse(name: &str) -> Result<Parsed<'_>, String> {
             fleet_names().collect::<Vec<_>>().join(", ")
         ));
     }
-    if let Some(metric) = metric(name) {
+    if let Some(metric) = metric(name).or_else(|| intent_metric(name)) {
         return Ok(Parsed::Run(metric));
     }
     let valid = format!(
-        "valid: {}; and for one service of a topology METRIC{AT}SERVICE, METRIC one of {}; for a fleet METRIC{AT}SERVICE, METRIC one of {}; {per_instance}",
+        "valid: {}; of the users' intents {}; and for one service of a topology METRIC{AT}SERVICE, METRIC one of {}; for a fleet METRIC{AT}SERVICE, METRIC one of {}; {per_instance}",
         METRICS
+            .iter()
+            .map(|metric| metric.name)
+            .collect::<Vec<_>>()
+            .join(", "),
+        INTENT_METRICS
             .iter()
             .map(|metric| metric.name)
             .collect::<Vec<_>>()
@@ -429,7 +435,13 @@ fn parse(name: &str) -> Result<Parsed<'_>, String> {
             (!service.is_empty()).then(|| format!("{metric_name}{AT}{service}"))
         });
     let hint = lookalike
-        .or_else(|| did_you_mean(name, METRICS.iter().map(|metric| metric.name)).map(String::from))
+        .or_else(|| {
+            let names = METRICS
+                .iter()
+                .chain(&INTENT_METRICS)
+                .map(|metric| metric.name);
+            did_you_mean(name, names).map(String::from)
+        })
         .map(|near| format!(" (did you mean `{near}`?)"))
         .unwrap_or_default();
     Err(format!("unknown metric `{name}`{hint}; {valid}"))
