@@ -146,7 +146,7 @@ impl ManualRetryModel {
                 .filter(|_| manual.on(Trigger::Impatience))
                 .map(|patience| patience.get_ref().micros()),
             probability: manual.probability.get(),
-            delay: manual.delay,
+            delay: manual.delay.clone(),
             max: manual.max.get() as u8,
             new_key: manual.key == KeyReuse::New,
         }

@@ -113,7 +113,7 @@ impl ManualRetry {
     /// distribution without an upper bound is taken as 50 of its means: an exponential exceeds
     /// that with a chance of e^-50.
     pub fn longest_extension(&self, longest: u64) -> u64 {
-        let delay = match self.delay {
+        let delay = match &self.delay {
             Distribution::Constant(value) => value.micros(),
             Distribution::Uniform { max, .. } => max.micros(),
             other => (other.mean_micros() * 50.0).min(1e15) as u64,
