@@ -240,15 +240,34 @@ impl ServiceModel {
 }
 
 /// What each service of `scenario` does beyond answering every request it works on (see
-/// [`ServiceModel::failures_text`]), as its file sets it, for `check`.
+/// [`ServiceModel::failures_text`]), as its file sets it, then where a policy's `overrides`
+/// change it, under the policy's name, for `check`.
 pub fn service_failures(scenario: &Scenario) -> Vec<String> {
+    let texts = |model: &Model| -> Vec<(String, Option<String>)> {
+        model
+            .services
+            .iter()
+            .map(|service| (service.name.clone(), service.failures_text()))
+            .collect()
+    };
     let mut plain = scenario.policy[0].clone();
     plain.overrides = crate::scenario::Overrides::default();
-    Model::new(scenario, &plain)
-        .services
-        .iter()
-        .filter_map(ServiceModel::failures_text)
-        .collect()
+    let base = texts(&Model::new(scenario, &plain));
+    let mut lines: Vec<String> = base.iter().filter_map(|(_, text)| text.clone()).collect();
+    for policy in &scenario.policy {
+        let name = policy.name.get_ref();
+        for ((service, text), (_, plain)) in texts(&Model::new(scenario, policy)).iter().zip(&base)
+        {
+            if text == plain {
+                continue;
+            }
+            let text = text.clone().unwrap_or_else(|| {
+                format!("service {service}: errors at arrival, no deadline checked, durable keys")
+            });
+            lines.push(format!("policy {name:?} overrides {text}"));
+        }
+    }
+    lines
 }
 
 /// A service called, named with its fleet: `checkout (6 instances: round robin)`.

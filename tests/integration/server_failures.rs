@@ -374,13 +374,14 @@ max_attempts = 4
     )
 }
 
-/// Every response is lost, so each client retries after its 50 ms timeout and 100 ms of
-/// backoff (no jitter), up to 4 retries: at 150 ms, during the crash (refused), then at 251 ms
-/// (its refusal came back at 151 ms), after it, and twice more. Each first request reached the
+/// Every response is lost (a refusal's too), so each client retries after its 50 ms timeout
+/// and 100 ms of backoff (no jitter), up to 4 retries: at 150 ms, during the crash (refused),
+/// then at 300, 450 and 600 ms, after it (as the trace shows). Each first request reached the
 /// upstream at 1 ms and committed its write at 11 ms, completing its key; the crash comes at
 /// 100 ms. With keys in memory the five completed keys are lost with it, so each retry at
-/// 251 ms writes again: exactly 5 duplicates, 10 writes (the count of keys completed before
-/// the crash and retried after it); with a durable store, none, 5 writes. A crash at 5 ms, while
+/// 300 ms writes again and the later ones are replayed: exactly 5 duplicates, 10 writes (the
+/// count of keys completed before the crash and retried after it); with a durable store, none,
+/// 5 writes. A crash at 5 ms, while
 /// the first requests are in service, resets them before they commit: no key completed before
 /// it, so none writes twice either way, and each operation writes exactly once.
 #[test]
@@ -479,4 +480,36 @@ fn contradictions_are_refused_at_their_place() {
         "deadline = { check = \"exit\" }",
     );
     assert_contains(&message, &["bad.toml:11:", "`arrival`", "`dequeue`"]);
+}
+
+/// `check` says what each service does beyond answering every request it works on, and what a
+/// policy's `overrides` change of it.
+#[test]
+fn check_describes_errors_deadlines_and_key_stores() {
+    let folder = crate::support::fresh_folder("server-failures-check");
+    let path = folder.join("payments.toml");
+    let text = charges(
+        "{ rate = 0.01, status = 500, at = \"after-service\", committed = true }",
+        true,
+        false,
+    )
+    .replace(
+        "service_time = \"10ms\"",
+        "service_time = \"10ms\"\ndeadline = { check = \"dequeue\", reject_cost = 0.05 }\nidempotency_store = \"in-memory\"",
+    )
+    .replace(
+        "unsafe_retries = false",
+        "unsafe_retries = false\noverrides = { \"upstream.idempotency_store\" = \"durable\" }",
+    );
+    std::fs::write(&path, text).unwrap();
+    let output = crate::support::retrystorm(&["check", path.to_str().unwrap()]);
+    assert!(output.status.success());
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    assert_contains(
+        &stdout,
+        &[
+            "  service upstream: 1% of requests answered 500 after the work (the write committed); work past its deadline refused as it arrives and as a worker takes it (holding a worker 500us each); idempotency keys in memory, lost when it crashes\n",
+            "  policy \"retry 500\" overrides service upstream: 1% of requests answered 500 after the work (the write committed); work past its deadline refused as it arrives and as a worker takes it (holding a worker 500us each)\n",
+        ],
+    );
 }
