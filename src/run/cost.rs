@@ -338,6 +338,16 @@ struct Operations {
 /// The operations of `policy`'s clients: an open loop's count, within a margin; a
 /// closed loop's, from one per client and think time plus least operation time, at most.
 fn operations(scenario: &Scenario, policy: &Policy) -> Operations {
+    let mut operations = arrivals(scenario, policy);
+    // Users who retry by hand start at most `max` more operations per intent.
+    if let Some(manual) = &policy.manual_retry {
+        operations.most *= 1.0 + manual.get_ref().max.get() as f64;
+    }
+    operations
+}
+
+/// The operations `policy`'s users start of their own accord: without presses by hand.
+fn arrivals(scenario: &Scenario, policy: &Policy) -> Operations {
     let clients = &scenario.clients;
     let count = clients.count.get_ref().get() as f64;
     let duration = scenario.duration.get_ref().micros() as f64 / MICROS_PER_SECOND as f64;
@@ -685,6 +695,25 @@ mod tests {
         // Beyond the requests: 15 buckets' ticks, and two.
         assert_eq!(estimate.policies[0].most_events, most(4.0) + 17.0);
         assert_eq!(estimate.policies[1].most_events, most(1.0) + 17.0);
+    }
+
+    /// Users who retry by hand start at most `max` more operations per intent: the most
+    /// operations are `1 + max` times the arrivals'; the expected and the fewest are the
+    /// arrivals' (a user may never press again).
+    #[test]
+    fn presses_by_hand_multiply_the_most_operations() {
+        let pressing = OPEN.replace(
+            "max_attempts = 0",
+            r#"max_attempts = 0
+            manual_retry = { on = ["failure"], probability = 0.5, delay = "1s", max = 2, key = "new" }"#,
+        );
+        let scenario =
+            load_str(&pressing, "test.toml", &[]).unwrap_or_else(|error| panic!("{error}"));
+        let policy = &scenario.policy[1];
+        let (own, all) = (arrivals(&scenario, policy), operations(&scenario, policy));
+        assert_eq!(all.most, 3.0 * own.most);
+        assert_eq!((all.expected, all.fewest), (own.expected, own.fewest));
+        assert_eq!(operations(&scenario, &scenario.policy[0]).most, own.most);
     }
 
     /// A load curve scales the offered operations by its mean: a factor of 3 for 2 s of 10 s
