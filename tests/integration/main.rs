@@ -1,6 +1,7 @@
 //! Integration tests, compiled into one binary to keep link time down.
 
 mod architecture;
+mod arrivals;
 mod article_behaviours;
 mod browser;
 mod charts;

@@ -485,7 +485,7 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     let output = retrystorm(&check);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("cost: 18.0 billion operations, 18.0 billion to 738.8 billion events"),
+        stdout.contains("cost: 18.0 billion operations, 18.0 billion to 738.1 billion events"),
         "{stdout}"
     );
 
