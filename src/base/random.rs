@@ -105,6 +105,10 @@ pub enum Draw {
     CallName = 12,
     /// The instance of a fleet a request goes to, and a caller's first round-robin position.
     Host = 13,
+    /// Whether a caller that retries with a probability (`retry_probability`) retries after
+    /// this request failed: drawn only when the decision allows a retry and the probability
+    /// is below 1.
+    RetryChance = 14,
 }
 
 /// Who a draw belongs to: a call (a user operation, or one service's call to the next made on
