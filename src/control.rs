@@ -5,12 +5,13 @@
 //! transient, attempts and deadline left). Production clients add a second gate that looks at
 //! the client's recent history instead of the single operation: a retry budget (Finagle,
 //! Linkerd, Envoy), gRPC's retry throttling, the AWS SDKs' retry quota, Google's client-side
-//! adaptive throttling, a circuit breaker. Each is a small module behind [`Control`], asked at
+//! adaptive throttling, a circuit breaker, and Brooker's retry-only breaker and retry token
+//! bucket. Each is a small module behind [`Control`], asked at
 //! fixed points of a call's life:
 //!
 //! | hook | when | who uses it |
 //! |---|---|---|
-//! | [`Control::call_started`] | a call starts | Finagle's budget deposits |
+//! | [`Control::call_started`] | a call starts | Finagle's budget deposits, Brooker's bucket and breaker count |
 //! | [`Control::admit_send`] | an attempt (first or retry) is about to go out | breaker, adaptive throttling |
 //! | [`Control::attempt_ended`] | the caller learned an attempt's result | all that count outcomes |
 //! | [`Control::admit_retry`] | the decision said retry, before the backoff | budgets, throttling, quota |
@@ -35,8 +36,10 @@ pub mod aws_retry_quota;
 pub mod circuit_breaker;
 pub mod connection_pool;
 pub mod grpc_throttling;
+pub mod retry_breaker;
 pub mod retry_budget;
 pub mod sre_throttling;
+pub mod token_bucket;
 mod window;
 
 use std::fmt;
@@ -186,6 +189,10 @@ pub enum ControlConfig {
     AwsAdaptive,
     /// Envoy's limit on requests in flight.
     ConnectionPool(connection_pool::ConnectionPoolConfig),
+    /// A circuit breaker of retries only (Brooker's).
+    RetryBreaker(retry_breaker::RetryBreakerConfig),
+    /// Brooker's retry token bucket.
+    TokenBucket(token_bucket::TokenBucketConfig),
 }
 
 impl ControlConfig {
@@ -201,6 +208,8 @@ impl ControlConfig {
             ControlConfig::CircuitBreaker(_) => ControlKind::CircuitBreaker,
             ControlConfig::AwsAdaptive => ControlKind::AwsAdaptive,
             ControlConfig::ConnectionPool(_) => ControlKind::ConnectionPool,
+            ControlConfig::RetryBreaker(_) => ControlKind::RetryBreaker,
+            ControlConfig::TokenBucket(_) => ControlKind::TokenBucket,
         }
     }
 
@@ -234,6 +243,10 @@ impl ControlConfig {
             ControlConfig::ConnectionPool(config) => {
                 Box::new(connection_pool::ConnectionPool::new(config))
             }
+            ControlConfig::RetryBreaker(config) => {
+                Box::new(retry_breaker::RetryBreaker::new(config))
+            }
+            ControlConfig::TokenBucket(config) => Box::new(token_bucket::TokenBucket::new(config)),
         }
     }
 }
@@ -265,6 +278,9 @@ impl ControlConfig {
             ControlConfig::SreThrottling(_) => {
                 slices(sre_throttling::SLICES, SlidingWindow::<2>::ENTRY_BYTES)
             }
+            ControlConfig::RetryBreaker(config) if config.window.is_some() => {
+                slices(retry_breaker::SLICES, SlidingWindow::<2>::ENTRY_BYTES)
+            }
             // One window at a time: the closed one, or the half-open ring of one byte a call;
             // one entry or byte per attempt that ends.
             ControlConfig::CircuitBreaker(config) => {
@@ -287,7 +303,9 @@ impl ControlConfig {
             | ControlConfig::GrpcThrottling(_)
             | ControlConfig::AwsRetryQuota(_)
             | ControlConfig::AwsAdaptive
-            | ControlConfig::ConnectionPool(_) => WindowMemory {
+            | ControlConfig::ConnectionPool(_)
+            | ControlConfig::RetryBreaker(_)
+            | ControlConfig::TokenBucket(_) => WindowMemory {
                 most: 0,
                 per_attempt: 0,
             },
@@ -308,6 +326,7 @@ impl fmt::Display for ControlModel {
     /// One line for a reader: the control, its settings, its scope.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let seconds = |micros: Micros| micros as f64 / 1e6;
+        let milli = |thousandths: i64| thousandths as f64 / 1000.0;
         match &self.config {
             ControlConfig::WindowedBudget(c) => write!(
                 f,
@@ -364,6 +383,25 @@ impl fmt::Display for ControlModel {
                     c.half_open_calls
                 )
             }
+            ControlConfig::RetryBreaker(c) => {
+                write!(
+                    f,
+                    "retry breaker: no retry above {} failed attempts per call",
+                    milli(c.max_failures_per_call_milli as i64)
+                )?;
+                match c.window {
+                    None => f.write_str(" since the start"),
+                    Some(window) => write!(f, " over {}s", seconds(window)),
+                }
+            }
+            ControlConfig::TokenBucket(c) => write!(
+                f,
+                "retry token bucket of {}, {} per call, {} per retry, a retry needs more than {}",
+                milli(c.capacity_milli),
+                milli(c.credit_milli),
+                milli(c.cost_milli),
+                milli(c.threshold_milli)
+            ),
         }?;
         write!(f, " (per {})", self.scope.name())
     }

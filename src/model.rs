@@ -222,6 +222,9 @@ pub struct CallerPolicy {
     pub previous_hosts: u32,
     /// Hedged requests instead of retries.
     pub hedging: Option<HedgingModel>,
+    /// The chance that a retry the decision allows is made (1: always); a retry not made ends
+    /// the call, `retry-declined`.
+    pub retry_probability: f64,
 }
 
 /// A set of [`TransportError`]s.
@@ -629,6 +632,7 @@ impl Model {
                     .as_ref()
                     .map(|hedging| HedgingModel::new(hedging.get_ref())),
                 previous_hosts: policy.previous_hosts.get() as u32,
+                retry_probability: policy.retry_probability.get(),
             },
             processes: clients.processes.get_ref().get(),
             manual_retry: policy
@@ -949,6 +953,7 @@ impl CallerPolicy {
                 .as_ref()
                 .map(|hedging| HedgingModel::new(hedging.get_ref())),
             previous_hosts: retry.previous_hosts.get() as u32,
+            retry_probability: retry.retry_probability.get(),
         }
     }
 }

@@ -119,8 +119,9 @@ pub const TIMESERIES_COLUMNS: [&str; 25] = [
 ];
 
 /// The failure reasons `timeseries.csv` has a column for: the decision's and `status-unknown`
-/// always, a control's veto only when some policy of the run has that control (so a scenario
-/// without controls keeps the columns it always had).
+/// always, a control's veto only when some policy of the run has that control, and
+/// `retry-declined` only when some caller retries with a probability below 1 (so a scenario
+/// without them keeps the columns it always had).
 pub fn failure_columns(run: &ScenarioRun) -> Vec<FailureReason> {
     FailureReason::ALL
         .into_iter()
@@ -129,6 +130,11 @@ pub fn failure_columns(run: &ScenarioRun) -> Vec<FailureReason> {
                 .policies
                 .iter()
                 .any(|policy| policy.model.has_control(*kind)),
+            FailureReason::RetryDeclined => run.policies.iter().any(|policy| {
+                policy
+                    .model
+                    .any_caller(|caller| caller.retry_probability < 1.0)
+            }),
             _ => true,
         })
         .collect()

@@ -501,6 +501,13 @@ pub struct CallRetry {
     /// `previous_hosts`.
     #[serde(default = "defaults::previous_hosts", skip_serializing_if = "is_zero")]
     pub previous_hosts: Bounded<0, 100>,
+    /// The chance that a retry the decision allows is made, as a policy's
+    /// `retry_probability`.
+    #[serde(
+        default = "defaults::retry_probability",
+        skip_serializing_if = "is_one"
+    )]
+    pub retry_probability: Probability,
     /// Read the settings from the config this tier runs, as a policy's `import` (an edge
     /// proxy's Envoy `retry_policy`, a gRPC service config), relative to the scenario file;
     /// settings written in this table win over the imported ones.
@@ -836,6 +843,15 @@ pub struct Policy {
     /// `host_selection_retry_max_attempts`; default 0, off).
     #[serde(default = "defaults::previous_hosts", skip_serializing_if = "is_zero")]
     pub previous_hosts: Bounded<0, 100>,
+    /// The chance that a retry the decision allows is made (default 1: always), as a load
+    /// generator or a retrial queue models a caller that gives up with probability
+    /// `1 - retry_probability` after each failure; a retry not made ends the operation,
+    /// `retry-declined`. Status checks and hedges are not affected.
+    #[serde(
+        default = "defaults::retry_probability",
+        skip_serializing_if = "is_one"
+    )]
+    pub retry_probability: Probability,
     /// Topology settings changed for this policy's run only, with the keys of `--set`:
     /// `overrides = { "service.api.retry.max_attempts" = 0 }` compares retrying at every layer
     /// with retrying only at the edge in one scenario.
@@ -883,6 +899,10 @@ mod defaults {
 
     pub fn previous_hosts() -> Bounded<0, 100> {
         Bounded(0)
+    }
+
+    pub fn retry_probability() -> Probability {
+        Probability(1.0)
     }
 
     pub fn seed() -> u64 {
@@ -998,6 +1018,7 @@ mod defaults {
             idempotency_ttl: None,
             controls: Vec::new(),
             previous_hosts: previous_hosts(),
+            retry_probability: retry_probability(),
             overrides: Overrides::default(),
             manual_retry: None,
         }]
@@ -1021,6 +1042,7 @@ mod defaults {
             hedging: None,
             controls: Vec::new(),
             previous_hosts: previous_hosts(),
+            retry_probability: retry_probability(),
             import: None,
             import_method: None,
             import_route: None,
@@ -1122,6 +1144,11 @@ fn is_zero<const MIN: u64, const MAX: u64>(value: &Bounded<MIN, MAX>) -> bool {
 /// Whether a setting is its default, to leave it out of the resolved scenario.
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
+}
+
+/// Whether a probability is 1, its default where the field is left out of the resolved file.
+fn is_one(value: &Probability) -> bool {
+    value.get() == 1.0
 }
 
 /// How `deadline = "propagate, at most 2s"` begins.

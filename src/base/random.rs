@@ -110,6 +110,10 @@ pub enum Draw {
     /// Whether a user who gave up on an operation starts it again, and after how long: the
     /// identity is the intent's first operation and the press.
     ManualRetry = 14,
+    /// Whether a caller that retries with a probability (`retry_probability`) retries after
+    /// this request failed: drawn only when the decision allows a retry and the probability
+    /// is below 1.
+    RetryChance = 15,
 }
 
 /// Who a draw belongs to: a call (a user operation, or one service's call to the next made on

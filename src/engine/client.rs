@@ -794,6 +794,15 @@ impl<O: Observer> Engine<'_, O> {
         match plan_retry(&input, &policy.jitter, policy.retry_after) {
             Decision::Retry { delay_ms, .. } => {
                 let (checking, client) = (operation.checking, operation.client);
+                if !checking
+                    && policy.retry_probability < 1.0
+                    && !self
+                        .keyed
+                        .draws(Draw::RetryChance, failed.identity())
+                        .chance(policy.retry_probability)
+                {
+                    return self.fail(key, FailureReason::RetryDeclined);
+                }
                 let now = self.now;
                 let anywhere = self.controls_anywhere;
                 let controls = self.controls_of(call);

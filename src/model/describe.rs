@@ -62,7 +62,7 @@ impl fmt::Display for PolicyText {
 impl CallerPolicy {
     /// The policy in words.
     pub fn text(&self) -> PolicyText {
-        let retries = match (self.hedging, self.max_attempts) {
+        let mut retries = match (self.hedging, self.max_attempts) {
             (Some(hedging), _) => format!(
                 "hedging: {} attempts, {} apart",
                 hedging.max_attempts,
@@ -76,6 +76,9 @@ impl CallerPolicy {
             ),
             (None, retries) => format!("{retries} (up to {} sends)", retries + 1),
         };
+        if self.hedging.is_none() && self.max_attempts > 0 && self.retry_probability < 1.0 {
+            retries += &format!(", each made with probability {}", self.retry_probability);
+        }
         let repeats = self.hedging.is_some() || self.max_attempts > 0;
         let backoff = if self.hedging.is_none() && repeats {
             format!(

@@ -17,8 +17,10 @@ use crate::control::connection_pool::{
     ConnectionPoolConfig, DEFAULT_HTTP1_LIMIT, DEFAULT_MAX_REQUESTS,
 };
 use crate::control::grpc_throttling::GrpcThrottlingConfig;
+use crate::control::retry_breaker::RetryBreakerConfig;
 use crate::control::retry_budget::{ConcurrencyBudgetConfig, WindowedBudgetConfig};
 use crate::control::sre_throttling::SreThrottlingConfig;
+use crate::control::token_bucket::{self, TokenBucketConfig};
 use crate::control::{ControlConfig, ControlKind, ControlModel, Scope};
 
 use super::Problem;
@@ -28,7 +30,7 @@ use super::Problem;
 #[serde(deny_unknown_fields)]
 pub struct ControlSpec {
     /// `retry-budget`, `grpc-throttling`, `aws-retry-quota`, `aws-adaptive`, `sre-throttling`,
-    /// `circuit-breaker` or `connection-pool`.
+    /// `circuit-breaker`, `connection-pool`, `retry-breaker` or `token-bucket`.
     pub kind: ControlKind,
     /// Whose history the state holds: `client`, `process` (default) or `global`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,7 +55,8 @@ pub struct ControlSpec {
     /// `grpc-throttling`: tokens a success gives back, three decimals (required; example 0.1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token_ratio: Option<Positive>,
-    /// `aws-retry-quota`: tokens at the start and at most (500).
+    /// `aws-retry-quota`: tokens at the start and at most (500); `token-bucket`: the same
+    /// (Brooker's 5).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub capacity: Option<Bounded<1, 1_000_000_000>>,
     /// `aws-retry-quota`: cost of a retry (5).
@@ -65,11 +68,26 @@ pub struct ControlSpec {
     /// `aws-retry-quota`: tokens a success without retry gives back (1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub success_refund: Option<Bounded<0, 1_000_000_000>>,
+    /// `token-bucket`: tokens a call that starts adds, three decimals (0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub credit: Option<Positive>,
+    /// `token-bucket`: tokens a retry takes, three decimals (1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Positive>,
+    /// `token-bucket`: a retry needs more tokens than this, from 0 to below `capacity`, three
+    /// decimals (1.0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub threshold: Option<f64>,
+    /// `retry-breaker`: failed attempts per call above which retries stop, three decimals
+    /// (0.1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failures_per_call: Option<Positive>,
     /// `sre-throttling`: the multiplier on accepts (2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k: Option<Positive>,
     /// `sre-throttling`: the counting window (2 minutes); `circuit-breaker`: a time-based
-    /// window, whole seconds (instead of `window_calls`).
+    /// window, whole seconds (instead of `window_calls`); `retry-breaker`: counts over this
+    /// window instead of since the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<Spanned<Duration>>,
     /// `circuit-breaker`: failure rate, percent, that opens it (50).
@@ -123,6 +141,8 @@ fn settings_of(kind: ControlKind) -> &'static [&'static str] {
         ],
         ControlKind::AwsAdaptive => &[],
         ControlKind::ConnectionPool => &["max_requests", "max_connections", "max_pending_requests"],
+        ControlKind::RetryBreaker => &["max_failures_per_call", "window"],
+        ControlKind::TokenBucket => &["capacity", "credit", "cost", "threshold"],
     }
 }
 
@@ -152,6 +172,13 @@ impl ControlSpec {
             ("max_requests", self.max_requests.is_some()),
             ("max_connections", self.max_connections.is_some()),
             ("max_pending_requests", self.max_pending_requests.is_some()),
+            ("credit", self.credit.is_some()),
+            ("cost", self.cost.is_some()),
+            ("threshold", self.threshold.is_some()),
+            (
+                "max_failures_per_call",
+                self.max_failures_per_call.is_some(),
+            ),
         ];
         present
             .into_iter()
@@ -234,6 +261,45 @@ impl ControlSpec {
                     return Err("wait_open must be above zero".into());
                 }
             }
+            ControlKind::RetryBreaker => {
+                if self
+                    .max_failures_per_call
+                    .is_some_and(|ratio| ratio.get() < 0.001)
+                {
+                    return Err("max_failures_per_call is kept to three decimals; it must be at least 0.001".into());
+                }
+                if self
+                    .window
+                    .as_ref()
+                    .is_some_and(|window| window.get_ref().micros() < 10)
+                {
+                    return Err("window must be at least 10us (it is kept in 10 slices); leave it out to count since the start, as Brooker's simulator does".into());
+                }
+            }
+            ControlKind::TokenBucket => {
+                if [("credit", self.credit), ("cost", self.cost)]
+                    .into_iter()
+                    .any(|(_, value)| value.is_some_and(|value| value.get() < 0.001))
+                {
+                    return Err(
+                        "credit and cost are kept to three decimals; each must be at least 0.001"
+                            .into(),
+                    );
+                }
+                let capacity = self
+                    .capacity
+                    .map_or(TokenBucketConfig::default().capacity_milli, |c| {
+                        c.get() as i64 * token_bucket::MILLI
+                    });
+                if let Some(threshold) = self.threshold
+                    && !(threshold >= 0.0 && milli(threshold) < capacity)
+                {
+                    return Err(format!(
+                        "threshold {threshold} must be at least 0 and below capacity ({}): a retry needs more tokens than the threshold",
+                        capacity / token_bucket::MILLI
+                    ));
+                }
+            }
             ControlKind::AwsRetryQuota | ControlKind::AwsAdaptive | ControlKind::ConnectionPool => {
             }
         }
@@ -280,6 +346,27 @@ impl ControlSpec {
                             .map_or(defaults.ttl, |t| t.get_ref().micros()),
                     })
                 }
+            }
+            ControlKind::RetryBreaker => ControlConfig::RetryBreaker(RetryBreakerConfig {
+                max_failures_per_call_milli: self.max_failures_per_call.map_or(
+                    RetryBreakerConfig::default().max_failures_per_call_milli,
+                    |ratio| milli(ratio.get()) as u64,
+                ),
+                window: self.window.as_ref().map(|w| w.get_ref().micros()),
+            }),
+            ControlKind::TokenBucket => {
+                let defaults = TokenBucketConfig::default();
+                let or = |value: Option<Positive>, default: i64| {
+                    value.map_or(default, |v| milli(v.get()))
+                };
+                ControlConfig::TokenBucket(TokenBucketConfig {
+                    capacity_milli: self.capacity.map_or(defaults.capacity_milli, |c| {
+                        c.get() as i64 * token_bucket::MILLI
+                    }),
+                    credit_milli: or(self.credit, defaults.credit_milli),
+                    cost_milli: or(self.cost, defaults.cost_milli),
+                    threshold_milli: self.threshold.map_or(defaults.threshold_milli, milli),
+                })
             }
             ControlKind::GrpcThrottling => ControlConfig::GrpcThrottling(GrpcThrottlingConfig {
                 max_tokens: self.max_tokens.expect("checked").get() as u32,
@@ -356,6 +443,21 @@ impl ControlSpec {
         let seconds = |micros: u64| Some(Spanned::new(0..0, Duration(micros)));
         match model.config {
             ControlConfig::AwsAdaptive => {}
+            ControlConfig::RetryBreaker(config) => {
+                spec.max_failures_per_call = Some(Positive(
+                    config.max_failures_per_call_milli as f64 / token_bucket::MILLI as f64,
+                ));
+                spec.window = config.window.and_then(seconds);
+            }
+            ControlConfig::TokenBucket(config) => {
+                let tokens = |thousandths: i64| thousandths as f64 / token_bucket::MILLI as f64;
+                spec.capacity = Some(Bounded(
+                    (config.capacity_milli / token_bucket::MILLI) as u64,
+                ));
+                spec.credit = Some(Positive(tokens(config.credit_milli)));
+                spec.cost = Some(Positive(tokens(config.cost_milli)));
+                spec.threshold = Some(tokens(config.threshold_milli));
+            }
             ControlConfig::ConnectionPool(config) => {
                 spec.max_requests = Some(Bounded(config.max_requests));
                 spec.max_connections = config.max_connections.map(Bounded);
@@ -431,9 +533,19 @@ impl ControlSpec {
             max_requests: None,
             max_connections: None,
             max_pending_requests: None,
+            credit: None,
+            cost: None,
+            threshold: None,
+            max_failures_per_call: None,
         }
     }
 }
+/// A number of tokens (or a ratio) in thousandths, to the nearest (so that 1.001 is 1001, not
+/// the 1000 its binary value would truncate to).
+fn milli(value: f64) -> i64 {
+    (value * token_bucket::MILLI as f64).round() as i64
+}
+
 /// Each control's settings belong to its kind, and the required ones are there.
 pub(super) fn validate_controls(controls: &[Spanned<ControlSpec>]) -> Result<(), Problem> {
     for control in controls {

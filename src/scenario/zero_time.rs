@@ -252,7 +252,8 @@ fn instant_refusals(service: &Service) -> Vec<Refusal> {
 }
 
 /// Why `refusal` ends an operation of `policy` at once, if it can: the policy does not retry
-/// it, a control may refuse the retry, or every retry goes out at once (no backoff and no
+/// it, a control may refuse the retry, the policy may decline it (`retry_probability`), or
+/// every retry goes out at once (no backoff and no
 /// Retry-After honoured), so that the retries end at the same instant too.
 fn ends_at_once(scenario: &Scenario, policy: &Policy, refusal: &Refusal) -> Option<String> {
     if policy.max_attempts.get() == 0 {
@@ -296,6 +297,13 @@ fn ends_at_once(scenario: &Scenario, policy: &Policy, refusal: &Refusal) -> Opti
         .find(|kind| kind.refuses_retries())
     {
         return Some(format!("whose retry the {kind} control may refuse"));
+    }
+    if policy.retry_probability.get() < 1.0 {
+        return Some(format!(
+            "whose retry policy {:?} may decline (retry_probability = {})",
+            policy.name.get_ref(),
+            policy.retry_probability.get()
+        ));
     }
     let waits = refusal.retry_after && policy.retry_after != RetryAfterMode::Ignore;
     (policy.base.micros() == 0 && !waits).then(|| {

@@ -31,17 +31,23 @@ pub enum ControlKind {
     AwsAdaptive,
     /// Envoy's limit on requests in flight to a cluster (`max_requests`).
     ConnectionPool,
+    /// A circuit breaker that stops only retries (Brooker's retry circuit breaker).
+    RetryBreaker,
+    /// Brooker's capped retry token bucket.
+    TokenBucket,
 }
 
 impl ControlKind {
     /// The kinds that can refuse a send, in the order of their failure columns.
-    pub const VETOING: [ControlKind; 6] = [
+    pub const VETOING: [ControlKind; 8] = [
         ControlKind::RetryBudget,
         ControlKind::GrpcThrottling,
         ControlKind::AwsRetryQuota,
         ControlKind::SreThrottling,
         ControlKind::CircuitBreaker,
         ControlKind::ConnectionPool,
+        ControlKind::RetryBreaker,
+        ControlKind::TokenBucket,
     ];
 
     /// The `kind` a scenario writes.
@@ -54,6 +60,8 @@ impl ControlKind {
             ControlKind::CircuitBreaker => "circuit-breaker",
             ControlKind::AwsAdaptive => "aws-adaptive",
             ControlKind::ConnectionPool => "connection-pool",
+            ControlKind::RetryBreaker => "retry-breaker",
+            ControlKind::TokenBucket => "token-bucket",
         }
     }
 
@@ -67,6 +75,8 @@ impl ControlKind {
             ControlKind::SreThrottling => "throttled-locally",
             ControlKind::CircuitBreaker => "circuit-open",
             ControlKind::ConnectionPool => "pool-overflow",
+            ControlKind::RetryBreaker => "retry-breaker-open",
+            ControlKind::TokenBucket => "retry-tokens-exhausted",
             ControlKind::AwsAdaptive => unreachable!("the adaptive limiter delays, never refuses"),
         }
     }
@@ -88,7 +98,11 @@ impl ControlKind {
     pub fn refuses_retries(self) -> bool {
         matches!(
             self,
-            ControlKind::RetryBudget | ControlKind::GrpcThrottling | ControlKind::AwsRetryQuota
+            ControlKind::RetryBudget
+                | ControlKind::GrpcThrottling
+                | ControlKind::AwsRetryQuota
+                | ControlKind::RetryBreaker
+                | ControlKind::TokenBucket
         )
     }
 
@@ -118,14 +132,17 @@ pub enum FailureReason {
     StatusUnknown,
     /// A control refused the retry (or the send) the decision allowed.
     Control(ControlKind),
+    /// The decision allowed a retry, and the client, which retries only with a probability
+    /// (`retry_probability`), drew not to.
+    RetryDeclined,
 }
 
 /// The number of reasons.
-const REASONS: usize = StopReason::ALL.len() + 1 + ControlKind::VETOING.len();
+const REASONS: usize = StopReason::ALL.len() + 1 + ControlKind::VETOING.len() + 1;
 
 impl FailureReason {
     /// Every reason, in the order of the columns that count them: the decision's, in the order
-    /// of its checks, then `status-unknown`, then the controls' vetoes.
+    /// of its checks, then `status-unknown`, then the controls' vetoes, then `retry-declined`.
     pub const ALL: [FailureReason; REASONS] = {
         let mut all = [FailureReason::StatusUnknown; REASONS];
         let mut index = 0;
@@ -139,6 +156,7 @@ impl FailureReason {
                 FailureReason::Control(ControlKind::VETOING[control]);
             control += 1;
         }
+        all[REASONS - 1] = FailureReason::RetryDeclined;
         all
     };
 
@@ -148,6 +166,7 @@ impl FailureReason {
             FailureReason::Decision(reason) => reason.name(),
             FailureReason::StatusUnknown => "status-unknown",
             FailureReason::Control(kind) => kind.veto_name(),
+            FailureReason::RetryDeclined => "retry-declined",
         }
     }
 
@@ -157,6 +176,7 @@ impl FailureReason {
             FailureReason::Decision(reason) => reason as usize,
             FailureReason::StatusUnknown => StopReason::ALL.len(),
             FailureReason::Control(kind) => StopReason::ALL.len() + 1 + kind.veto_index(),
+            FailureReason::RetryDeclined => REASONS - 1,
         }
     }
 
@@ -294,6 +314,10 @@ mod tests {
         assert_eq!(FailureReason::StatusUnknown.name(), "status-unknown");
         assert_eq!(FailureReason::ALL[8].name(), "retry-budget-exhausted");
         assert_eq!(FailureReason::ALL[12].name(), "circuit-open");
+        assert_eq!(
+            FailureReason::ALL[FailureReason::ALL.len() - 1].name(),
+            "retry-declined"
+        );
         let unknown: Vec<FailureReason> = FailureReason::ALL
             .into_iter()
             .filter(|reason| reason.is_unknown_outcome())

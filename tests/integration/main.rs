@@ -27,6 +27,7 @@ mod output_folders;
 mod overload;
 mod queueing;
 mod reports;
+mod retry_probability;
 mod run_command;
 mod scalability;
 mod scenario_errors;
