@@ -521,6 +521,33 @@ mod tests {
         );
     }
 
+    /// Prometheus's `histogram_quantile` for classic buckets (promql/quantile.go,
+    /// `BucketQuantile`), for buckets already sorted and monotonic with `+Inf` last: the rank
+    /// `q * count(+Inf)`, the first bucket whose count reaches it, the upper bound of the
+    /// second-highest bucket if that is `+Inf`, the first bucket's bound if it is at most 0,
+    /// else linear interpolation from the previous bound (0 below the first).
+    fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> f64 {
+        let total = buckets.last().unwrap().1;
+        let rank = q * total;
+        let b = buckets
+            .iter()
+            .position(|&(_, count)| count >= rank)
+            .unwrap();
+        if b == buckets.len() - 1 {
+            return buckets[buckets.len() - 2].0;
+        }
+        if b == 0 && buckets[0].0 <= 0.0 {
+            return buckets[0].0;
+        }
+        let (start, below) = if b == 0 {
+            (0.0, 0.0)
+        } else {
+            (buckets[b - 1].0, buckets[b - 1].1)
+        };
+        let (end, count) = buckets[b];
+        start + (end - start) * (rank - below) / (count - below)
+    }
+
     /// The dashboard of the module docs: p50 20ms, p90 80ms, p99 250ms, p99.9 900ms.
     const DASHBOARD: &str = "{ quantiles = { p50 = \"20ms\", p90 = \"80ms\", p99 = \"250ms\", \"p99.9\" = \"900ms\" } }";
 
@@ -662,7 +689,7 @@ mod tests {
         }
     }
 
-    /// A histogram survives `histogram_quantile` (Prometheus's rule, [`buckets::histogram_quantile`]):
+    /// A histogram survives `histogram_quantile` (Prometheus's rule, [`histogram_quantile`]):
     /// the draws, counted into the histogram's own `le` buckets, give within
     /// [`quantile_tolerance`] the quantiles the input gives, at p50, p90, p99 and p99.9; a
     /// quantile in `+Inf` is the second-highest bound in both (p99.99 here), exactly.
@@ -703,16 +730,16 @@ mod tests {
         let input = with_inf(&[&counts[..], &[1000.0]].concat());
         let drawn = with_inf(&cumulative);
         for q in [0.5, 0.9, 0.99, 0.999] {
-            let want = buckets::histogram_quantile(q, &input);
-            let got = buckets::histogram_quantile(q, &drawn);
+            let want = histogram_quantile(q, &input);
+            let got = histogram_quantile(q, &drawn);
             let tolerance = quantile_tolerance(curve_of(&distribution), q, n);
             assert!(
                 (got / want - 1.0).abs() < tolerance,
                 "q {q}: {got} vs {want}"
             );
         }
-        assert_eq!(buckets::histogram_quantile(0.9999, &input), 2.5);
-        assert_eq!(buckets::histogram_quantile(0.9999, &drawn), 2.5);
+        assert_eq!(histogram_quantile(0.9999, &input), 2.5);
+        assert_eq!(histogram_quantile(0.9999, &drawn), 2.5);
     }
 
     /// The Pareto tail above the highest quantile falls as declared: 400,000 draws from the

@@ -199,3 +199,37 @@ fn bad_distributions_name_the_field_and_the_file_line() {
         assert_contains(message, parts);
     }
 }
+
+/// A sweep reads a data file once and keeps its text in `sweep.json` beside the configs it
+/// imports, so that its points, shards and `merge` see the same bytes; the grid reaches a
+/// distribution's key (`upstream.service_time.max`).
+#[test]
+fn a_sweep_pins_its_data_files() {
+    let folder = support::fresh_folder("distribution-sweep");
+    std::fs::write(folder.join("lat.txt"), "4\n5\n6\n").unwrap();
+    let scenario = folder.join("s.toml");
+    std::fs::write(
+        &scenario,
+        "name = \"pinned-data\"\nduration = \"2s\"\n[clients]\ncount = 10\nrate = 1.0\n[upstream]\nworkers = 2\nservice_time = { mixture = [{ weight = 1, samples = \"lat.txt\", unit = \"ms\" }, { weight = 1, quantiles = { p50 = \"5ms\" } }] }\n",
+    )
+    .unwrap();
+    let out = folder.join("out");
+    let output = support::retrystorm(&[
+        "sweep",
+        scenario.to_str().unwrap(),
+        "--grid",
+        "upstream.service_time.mixture.1.max=20ms,40ms",
+        "--seeds",
+        "1",
+        "--no-charts",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let manifest = std::fs::read_to_string(out.join("pinned-data-sweep/sweep.json")).unwrap();
+    assert_contains(&manifest, &["\"configs\"", "lat.txt", "4\\n5\\n6\\n"]);
+}

@@ -218,34 +218,6 @@ pub fn parse_csv(text: &str) -> Result<Vec<(usize, Bucket)>, (usize, String)> {
 }
 
 #[cfg(test)]
-/// Prometheus's `histogram_quantile` for classic buckets (promql/quantile.go,
-/// `BucketQuantile`), for buckets already sorted and monotonic with `+Inf` last: the rank
-/// `q * count(+Inf)`, the first bucket whose count reaches it, the upper bound of the
-/// second-highest bucket if that is `+Inf`, the first bucket's bound if it is at most 0,
-/// else linear interpolation from the previous bound (0 below the first).
-pub(crate) fn histogram_quantile(q: f64, buckets: &[(f64, f64)]) -> f64 {
-    let total = buckets.last().unwrap().1;
-    let rank = q * total;
-    let b = buckets
-        .iter()
-        .position(|&(_, count)| count >= rank)
-        .unwrap();
-    if b == buckets.len() - 1 {
-        return buckets[buckets.len() - 2].0;
-    }
-    if b == 0 && buckets[0].0 <= 0.0 {
-        return buckets[0].0;
-    }
-    let (start, below) = if b == 0 {
-        (0.0, 0.0)
-    } else {
-        (buckets[b - 1].0, buckets[b - 1].1)
-    };
-    let (end, count) = buckets[b];
-    start + (end - start) * (rank - below) / (count - below)
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
 
