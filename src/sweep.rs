@@ -39,8 +39,7 @@ use crate::model::Model;
 use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
 use crate::scenario::{
-    ConfigSource, ImportPart, Override, Scenario, ScenarioError, load_with_configs,
-    read_data_file,
+    ConfigSource, ImportPart, Override, Scenario, ScenarioError, load_with_configs, read_data_file,
 };
 use crate::vocabulary::metric::{Better, METRICS, NamedMetric, ServiceShape};
 
