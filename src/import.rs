@@ -407,19 +407,25 @@ pub(crate) fn refuse_unknown(
             ));
         }
         if !known.contains(&key.as_str()) {
-            let suggestion = crate::base::suggest::did_you_mean(key, known.iter().copied())
-                .map(|near| format!(" (did you mean `{near}`?)"))
-                .unwrap_or_default();
-            return Err(field_error(
-                field,
-                format!(
-                    "unknown field{suggestion}; the fields read here are {}",
-                    known.join(", ")
-                ),
-            ));
+            return Err(unknown_field(field, key, known));
         }
     }
     Ok(())
+}
+
+/// The error for `key`, written at `field`, which is none of the `known` fields: the nearest
+/// known one suggested, and all of them listed.
+pub(crate) fn unknown_field(field: String, key: &str, known: &[&str]) -> ImportError {
+    let suggestion = crate::base::suggest::did_you_mean(key, known.iter().copied())
+        .map(|near| format!(" (did you mean `{near}`?)"))
+        .unwrap_or_default();
+    field_error(
+        field,
+        format!(
+            "unknown field{suggestion}; the fields read here are {}",
+            known.join(", ")
+        ),
+    )
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@
 
 use serde_json::{Map, Value};
 
-use super::{ImportError, Imported, field_error, go_duration};
+use super::{ImportError, Imported, field_error, go_duration, unknown_field};
 use crate::base::time::{Duration, MICROS_PER_SECOND};
 use crate::base::values::{Bounded, Percent};
 use crate::control::ControlKind;
@@ -337,16 +337,7 @@ fn relaxed(
             return Err(field_error(field, format!("not simulated: {why}")));
         }
         let Some(name) = known.iter().find(|name| canonical(name) == canonical(key)) else {
-            let suggestion = crate::base::suggest::did_you_mean(key, known.iter().copied())
-                .map(|near| format!(" (did you mean `{near}`?)"))
-                .unwrap_or_default();
-            return Err(field_error(
-                field,
-                format!(
-                    "unknown field{suggestion}; the fields read here are {}",
-                    known.join(", ")
-                ),
-            ));
+            return Err(unknown_field(field, key, known));
         };
         if out.insert((*name).to_string(), value.clone()).is_some() {
             return Err(field_error(
