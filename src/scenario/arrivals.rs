@@ -16,9 +16,16 @@ use crate::base::capacity::CapacityPoint;
 use crate::base::time::{Duration, MICROS_PER_SECOND, Micros};
 use crate::base::values::{AtLeastOne, Bounded, Factor, Positive};
 
-/// `clients.arrivals`: the process an open workload's operations arrive by.
+/// `clients.arrivals`: the process an open workload's operations arrive by, a table naming its
+/// `process`, or for a process without settings just its name (`"poisson"`,
+/// `"deterministic"`).
 #[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, Serialize)]
-#[serde(tag = "process", rename_all = "kebab-case", deny_unknown_fields)]
+#[serde(
+    remote = "Self",
+    tag = "process",
+    rename_all = "kebab-case",
+    deny_unknown_fields
+)]
 pub enum ArrivalProcess {
     /// Exponential gaps (the default): counts in a window have variance equal to their mean.
     #[default]
@@ -45,6 +52,54 @@ pub enum ArrivalProcess {
         /// Mean time in the calm state, at least 1 ms.
         calm_time: Duration,
     },
+}
+
+impl Serialize for ArrivalProcess {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        ArrivalProcess::serialize(self, serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for ArrivalProcess {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ProcessVisitor)
+    }
+}
+
+/// Reads a process from its name or from its table.
+struct ProcessVisitor;
+
+impl<'de> serde::de::Visitor<'de> for ProcessVisitor {
+    type Value = ArrivalProcess;
+
+    fn expecting(&self, formatter: &mut std::fmt::Formatter) -> std::fmt::Result {
+        formatter.write_str(
+            "\"poisson\", \"deterministic\" or a table such as { process = \"batch\", size = 4 }",
+        )
+    }
+
+    fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<ArrivalProcess, E> {
+        match name {
+            "poisson" => Ok(ArrivalProcess::Poisson),
+            "deterministic" => Ok(ArrivalProcess::Deterministic),
+            "batch" | "mmpp" => Err(E::custom(format!(
+                "{name:?} has settings: write it as a table, {}",
+                if name == "batch" {
+                    "{ process = \"batch\", size = 4 }"
+                } else {
+                    "{ process = \"mmpp\", burst = 5, burst_time = \"2s\", calm_time = \"20s\" }"
+                }
+            ))),
+            _ => Err(E::unknown_variant(
+                name,
+                &["poisson", "deterministic", "batch", "mmpp"],
+            )),
+        }
+    }
+
+    fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<ArrivalProcess, M::Error> {
+        ArrivalProcess::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+    }
 }
 
 impl ArrivalProcess {

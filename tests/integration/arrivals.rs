@@ -79,6 +79,11 @@ fn the_process_is_set_from_the_command_line() {
         run(&scenario).policies[0].summary.operations
     };
     assert_eq!(set(r#"{ process = "deterministic" }"#), 10_000);
+    assert_eq!(
+        set("deterministic"),
+        10_000,
+        "a process without settings by name"
+    );
     let batched = set(r#"{ process = "batch", size = 4 }"#);
     assert_eq!(batched % 4, 0, "{batched}");
     // Ten standard deviations of a batch count: sqrt(4 * 10,000) each.
@@ -124,6 +129,12 @@ fn bad_processes_are_refused_at_their_field() {
     assert_contains(
         &error,
         &["unknown.toml:7:", "bursty", "deterministic", "mmpp"],
+    );
+    let named = FLAT.replace("rate = 100.0", "rate = 100.0\narrivals = \"batch\"");
+    let error = load_str(&named, "named.toml", &[]).unwrap_err().to_string();
+    assert_contains(
+        &error,
+        &["named.toml:7:", "\"batch\" has settings", "size = 4"],
     );
 }
 
