@@ -852,7 +852,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     mean_gap_us,
                     ref load,
                     load_peak,
-                    process,
+                    ref process,
                 } => Some(OpenArrivals::new(
                     Stream::new(seed, Purpose::Arrivals),
                     Shape {

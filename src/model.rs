@@ -591,7 +591,7 @@ impl Model {
                     },
                     load_peak: load.peak_factor(),
                     load: (!clients.load.is_empty()).then_some(load),
-                    process: *clients.arrivals.get_ref(),
+                    process: clients.arrivals.get_ref().clone(),
                 }
             }
             Workload::Closed => Arrivals::Closed {

@@ -12,7 +12,8 @@
 //! Poisson does (a thinned batch process is one whose batches come at `rate * factor(t)`, a
 //! thinned MMPP one whose rates are scaled by the factor); evenly spaced arrivals cannot be
 //! thinned (the kept ones would not be even), so they are spaced evenly in the integral of the
-//! load instead ([`CapacityCurve::time_after_area`]).
+//! load instead ([`CapacityCurve::time_after_area`]). Recorded arrivals are at their times and
+//! draw only their clients, as a Poisson arrival draws its own.
 
 use crate::base::capacity::CapacityCurve;
 use crate::base::random::{Random, Stream};
@@ -30,7 +31,7 @@ pub(super) struct Shape<'m> {
     pub load: Option<&'m CapacityCurve>,
     /// The load curve's highest factor (1 without a curve).
     pub load_peak: f64,
-    pub process: ArrivalProcess,
+    pub process: &'m ArrivalProcess,
     /// The stream of an MMPP's changes of state.
     pub phases: Stream,
 }
@@ -54,6 +55,8 @@ pub(super) struct OpenArrivals<'m> {
     shape: Shape<'m>,
     /// An MMPP's state.
     phase: Option<Phase>,
+    /// The next recorded arrival's index.
+    recorded: usize,
     clients: u64,
     duration: f64,
     /// When the last arrival drawn arrives, exactly as the gaps add up.
@@ -74,7 +77,7 @@ impl<'m> OpenArrivals<'m> {
         duration: Micros,
     ) -> OpenArrivals<'m> {
         let mean_rate = MICROS_PER_SECOND as f64 / shape.mean_gap_us;
-        let phase = Mmpp::of(&shape.process, mean_rate).map(|mmpp| {
+        let phase = Mmpp::of(shape.process, mean_rate).map(|mmpp| {
             let micros = MICROS_PER_SECOND as f64;
             let stays_us = mmpp.stays.map(|stay| stay * micros);
             let burst = shape.phases.unit() < stays_us[1] / (stays_us[0] + stays_us[1]);
@@ -91,6 +94,7 @@ impl<'m> OpenArrivals<'m> {
             mean_gap_us: shape.mean_gap_us / shape.load_peak,
             shape,
             phase,
+            recorded: 0,
             clients,
             duration: duration as f64,
             last_us: 0.0,
@@ -117,7 +121,7 @@ impl<'m> OpenArrivals<'m> {
         self.ahead.clear();
         self.next = 0;
         while !self.done && self.ahead.len() < BATCH {
-            let size = match self.shape.process {
+            let size = match *self.shape.process {
                 ArrivalProcess::Poisson => {
                     self.next_thinned(|arrivals| arrivals.mean_gap_us);
                     1
@@ -132,6 +136,13 @@ impl<'m> OpenArrivals<'m> {
                 }
                 ArrivalProcess::Mmpp { .. } => {
                     self.next_modulated();
+                    1
+                }
+                ArrivalProcess::Recorded { ref at_us } => {
+                    self.last_us = at_us
+                        .get(self.recorded)
+                        .map_or(f64::INFINITY, |&at| at as f64);
+                    self.recorded += 1;
                     1
                 }
             };
@@ -236,7 +247,7 @@ mod tests {
                 mean_gap_us: SECOND / rate,
                 load,
                 load_peak: load.map_or(1.0, CapacityCurve::peak_factor),
-                process,
+                process: &process,
                 phases: Stream::new(seed, Purpose::ArrivalPhases),
             },
             1000,
@@ -422,7 +433,7 @@ mod tests {
         ];
         for (process, idc) in processes {
             let total: usize = (0..20)
-                .map(|seed| arrival_times(process, 10.0, 900.0, Some(&curve), seed).len())
+                .map(|seed| arrival_times(process.clone(), 10.0, 900.0, Some(&curve), seed).len())
                 .sum();
             let expected = 20.0 * 10.0 * integral;
             assert_near(

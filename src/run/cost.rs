@@ -234,6 +234,12 @@ fn policy_cost(scenario: &Scenario, policy: &Policy) -> PolicyCost {
     let requests = visits(scenario, entry, Sends::Once);
     let operations = operations(scenario, policy);
     let in_flight = match clients.workload.get_ref() {
+        Workload::Open if let Some(at_us) = clients.arrivals.get_ref().recorded() => {
+            // The most recorded arrivals within one operation's lifetime.
+            let end = scenario.duration.get_ref().micros();
+            crate::scenario::arrivals::most_within(at_us, longest_operation(scenario, policy), end)
+                as f64
+        }
         Workload::Open => {
             let rate = count * clients.rate.map_or(0.0, |rate| rate.get());
             (rate * CapacityCurve::new(1, &clients.load).peak_factor() * lifetime)
@@ -353,6 +359,16 @@ fn arrivals(scenario: &Scenario, policy: &Policy) -> Operations {
     let duration = scenario.duration.get_ref().micros() as f64 / MICROS_PER_SECOND as f64;
     let margin = |expected: f64| COUNT_MARGIN * expected.sqrt() + 1.0;
     match clients.workload.get_ref() {
+        Workload::Open if let Some(at_us) = clients.arrivals.get_ref().recorded() => {
+            // Exactly the recorded arrivals before the end.
+            let end = scenario.duration.get_ref().micros();
+            let exact = at_us.partition_point(|&at| at < end) as f64;
+            Operations {
+                expected: exact,
+                fewest: exact,
+                most: exact,
+            }
+        }
         Workload::Open => {
             let rate = count * clients.rate.map_or(0.0, |rate| rate.get());
             let load = CapacityCurve::new(1, &clients.load);

@@ -1,13 +1,16 @@
 //! How an open workload's operations arrive: `clients.arrivals`, the process (Poisson, evenly
 //! spaced, in batches, or a two-state Markov-modulated Poisson process), and `clients.replay`,
-//! a recorded rate curve (a Prometheus `rate()` export) replayed as the load.
+//! a recorded rate curve (a Prometheus `rate()` export) replayed as the load, or a recorded
+//! list of request times (an access log's) replayed arrival for arrival.
 //!
 //! Every process keeps the mean rate at `count * rate * load(t)`, so that changing the process
 //! changes how arrivals bunch, not how many there are: a retry storm's trigger can then be told
 //! apart from its size. A replay is read when the scenario is loaded, relative to the scenario
 //! file as an `import` is, and becomes `rate` and a piecewise-constant `load`: the resolved
 //! scenario a run writes holds the curve itself, so it reloads and runs the same without the
-//! file, and a sweep reads the file once.
+//! file, and a sweep reads the file once. A file of timestamps becomes the `recorded` process,
+//! the arrival times themselves, for the same reason: they are bounded
+//! ([`MAX_REPLAY_TIMESTAMPS`]) so that the resolved scenario holding them stays readable.
 
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
@@ -19,7 +22,7 @@ use crate::base::values::{AtLeastOne, Bounded, Factor, Positive};
 /// `clients.arrivals`: the process an open workload's operations arrive by, a table naming its
 /// `process`, or for a process without settings just its name (`"poisson"`,
 /// `"deterministic"`).
-#[derive(Debug, Clone, Copy, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(
     remote = "Self",
     tag = "process",
@@ -52,6 +55,13 @@ pub enum ArrivalProcess {
         /// Mean time in the calm state, at least 1 ms.
         calm_time: Duration,
     },
+    /// Exactly the operations at these times, in microseconds from the run's start, not
+    /// decreasing, the client of each drawn as a Poisson arrival's is: what `clients.replay`'s
+    /// `timestamps` resolves to. No `rate` or `load`.
+    Recorded {
+        /// The arrival times, at most [`MAX_REPLAY_TIMESTAMPS`].
+        at_us: Vec<Micros>,
+    },
 }
 
 impl Serialize for ArrivalProcess {
@@ -82,17 +92,19 @@ impl<'de> serde::de::Visitor<'de> for ProcessVisitor {
         match name {
             "poisson" => Ok(ArrivalProcess::Poisson),
             "deterministic" => Ok(ArrivalProcess::Deterministic),
-            "batch" | "mmpp" => Err(E::custom(format!(
+            "batch" | "mmpp" | "recorded" => Err(E::custom(format!(
                 "{name:?} has settings: write it as a table, {}",
-                if name == "batch" {
-                    "{ process = \"batch\", size = 4 }"
-                } else {
-                    "{ process = \"mmpp\", burst = 5, burst_time = \"2s\", calm_time = \"20s\" }"
+                match name {
+                    "batch" => "{ process = \"batch\", size = 4 }",
+                    "mmpp" => {
+                        "{ process = \"mmpp\", burst = 5, burst_time = \"2s\", calm_time = \"20s\" }"
+                    }
+                    _ => "{ process = \"recorded\", at_us = [0, 250000] }",
                 }
             ))),
             _ => Err(E::unknown_variant(
                 name,
-                &["poisson", "deterministic", "batch", "mmpp"],
+                &["poisson", "deterministic", "batch", "mmpp", "recorded"],
             )),
         }
     }
@@ -119,8 +131,35 @@ impl ArrivalProcess {
             ArrivalProcess::Mmpp { .. } => {
                 Mmpp::of(self, peak_rate).map_or(1.0, |mmpp| mmpp.idc(f64::INFINITY))
             }
+            ArrivalProcess::Recorded { .. } => 0.0,
         }
     }
+
+    /// The recorded arrival times, if the process is `recorded`.
+    pub fn recorded(&self) -> Option<&[Micros]> {
+        match self {
+            ArrivalProcess::Recorded { at_us } => Some(at_us),
+            _ => None,
+        }
+    }
+}
+
+/// The most recorded arrivals in any window of `window` microseconds starting before
+/// `duration`: a sliding window over the sorted times.
+pub fn most_within(at_us: &[Micros], window: Micros, duration: Micros) -> usize {
+    let mut first = 0;
+    let mut most = 0;
+    for (last, &at) in at_us
+        .iter()
+        .enumerate()
+        .take_while(|&(_, &at)| at < duration)
+    {
+        while at - at_us[first] >= window.max(1) {
+            first += 1;
+        }
+        most = most.max(last + 1 - first);
+    }
+    most
 }
 
 /// A two-state MMPP's rates, as the engine runs it and the tests check it: the calm state
@@ -189,6 +228,21 @@ const SHORTEST_STAY: Micros = 1_000;
 
 /// The problem with `process`, if any, for an open workload.
 pub(super) fn check_process(process: &ArrivalProcess) -> Result<(), String> {
+    if let ArrivalProcess::Recorded { at_us } = process {
+        if at_us.len() > MAX_REPLAY_TIMESTAMPS {
+            return Err(format!(
+                "{} recorded arrivals; at most {MAX_REPLAY_TIMESTAMPS}",
+                at_us.len()
+            ));
+        }
+        if let Some(index) = at_us.windows(2).position(|pair| pair[1] < pair[0]) {
+            return Err(format!(
+                "recorded arrival at_us[{}] = {} is before the one before it; times must not decrease",
+                index + 1,
+                at_us[index + 1]
+            ));
+        }
+    }
     if let ArrivalProcess::Mmpp {
         burst_time,
         calm_time,
@@ -203,15 +257,21 @@ pub(super) fn check_process(process: &ArrivalProcess) -> Result<(), String> {
     Ok(())
 }
 
-/// `clients.replay`: the load as a recorded rate curve, replacing `rate` and `load`.
+/// `clients.replay`: the load as a recorded rate curve, replacing `rate` and `load`, or the
+/// arrivals as a recorded list of request times.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Replay {
     /// The file of `(unix time, requests per second)` samples, relative to the scenario file: a
     /// CSV of `time,value` lines (a header line and `#` comments are skipped), or Prometheus'
     /// `query_range` JSON (its `data.result[0].values`, or the bare `[[time, "value"], ...]`).
-    pub rates: Spanned<String>,
-    /// Multiplies every rate (default 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rates: Option<Spanned<String>>,
+    /// The file of request times, one a line in decimal seconds (see [`parse_timestamps`]),
+    /// relative to the scenario file; instead of `rates`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamps: Option<Spanned<String>>,
+    /// Multiplies every rate (default 1; rates only).
     #[serde(default = "one")]
     pub scale: Positive,
     /// Plays the file's time this many times as fast (default 1; 24 plays a day in an hour),
@@ -233,6 +293,140 @@ pub struct Replay {
 
 fn one() -> Positive {
     Positive(1.0)
+}
+
+/// The most lines a timestamps file may have: 100,000 unix times to the microsecond
+/// (`1700000000.123456`, 18 bytes a line) fill 1.8 MB, inside a data file's 2 MiB, and their
+/// offsets written in a resolved scenario (at most 12 bytes each for a day) 1.2 MB, inside a
+/// scenario's 4 MiB.
+pub const MAX_REPLAY_TIMESTAMPS: usize = 100_000;
+
+/// A timestamps file's times, in whole microseconds after its first line's, in file order:
+/// one time a line, decimal seconds (unix or relative), rounded to the nearest microsecond
+/// (a half up), exactly as written (no binary fraction); blank lines and `#` comments are
+/// skipped. A time before the line before it is refused with its line: a log written out of
+/// order is sorted by its writer, who knows which order is right (`sort -n`).
+pub(super) fn parse_timestamps(text: &str) -> Result<Vec<Micros>, FileProblem> {
+    let mut times: Vec<Micros> = Vec::new();
+    let mut origin = None;
+    for (index, line) in text.lines().enumerate() {
+        let line_number = index + 1;
+        let content = line.trim();
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        if times.len() == MAX_REPLAY_TIMESTAMPS {
+            return Err((
+                line_number,
+                format!("more than {MAX_REPLAY_TIMESTAMPS} timestamps, the most a file may have"),
+            ));
+        }
+        let micros = decimal_micros(content).ok_or_else(|| {
+            (
+                line_number,
+                format!(
+                    "{content:?} is not a time in seconds (a decimal such as 1700000000.123456 or 12.5)"
+                ),
+            )
+        })?;
+        let origin = *origin.get_or_insert(micros);
+        let at = micros.checked_sub(origin).ok_or_else(|| {
+            (
+                line_number,
+                format!("time {content} is before the first line's; times must not decrease (sort the file: `sort -n`)"),
+            )
+        })?;
+        if let Some(&previous) = times.last()
+            && at < previous
+        {
+            return Err((
+                line_number,
+                format!(
+                    "time {content} is before the line before it; times must not decrease (sort the file: `sort -n`)"
+                ),
+            ));
+        }
+        times.push(at);
+    }
+    if times.is_empty() {
+        return Err((0, "no timestamps: nothing to replay".into()));
+    }
+    Ok(times)
+}
+
+/// Decimal seconds `text` (digits, an optional `.` and digits) in microseconds, the seventh
+/// decimal rounding half up; at most 1e11 seconds.
+fn decimal_micros(text: &str) -> Option<Micros> {
+    let (whole, fraction) = text.split_once('.').unwrap_or((text, ""));
+    let digits = |part: &str| part.bytes().all(|byte| byte.is_ascii_digit());
+    if whole.is_empty() && fraction.is_empty() || !digits(whole) || !digits(fraction) {
+        return None;
+    }
+    let seconds: Micros = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    if seconds >= 100_000_000_000 {
+        return None;
+    }
+    let mut micros: Micros = 0;
+    for position in 0..6 {
+        micros = micros * 10
+            + fraction
+                .as_bytes()
+                .get(position)
+                .map_or(0, |b| Micros::from(b - b'0'));
+    }
+    let round_up = fraction.as_bytes().get(6).is_some_and(|&b| b >= b'5');
+    Some(seconds * MICROS_PER_SECOND + micros + Micros::from(round_up))
+}
+
+/// The arrival times `replay` gives from a timestamps file's `times`: those in the window
+/// `[from - warmup, to)` of the file's time (`to` by default just after the last line), in the
+/// run's time (`from - warmup` is zero) divided by `speedup` and rounded to the microsecond,
+/// with how long the window lasts in the run (to one microsecond past its last).
+pub(super) fn replay_times(
+    replay: &Replay,
+    times: &[Micros],
+) -> Result<(Vec<Micros>, Micros), String> {
+    if replay.scale.get() != 1.0 {
+        return Err(
+            "`scale` multiplies a rate curve; recorded arrivals cannot be scaled without inventing some: replay `rates`, or compress time with `speedup`".into(),
+        );
+    }
+    let end_of_file = times[times.len() - 1] + 1;
+    let micros = |value: &Option<Spanned<Duration>>| value.as_ref().map(|d| d.get_ref().micros());
+    let from = micros(&replay.from).unwrap_or(0);
+    let to = micros(&replay.to).unwrap_or(end_of_file);
+    let warmup = micros(&replay.warmup).unwrap_or(0);
+    if to > end_of_file || from >= to {
+        return Err(format!(
+            "the window from {} to {} is not within the file, whose lines are 0s to {} after its first",
+            Duration(from),
+            Duration(to),
+            Duration(end_of_file - 1)
+        ));
+    }
+    let Some(start) = from.checked_sub(warmup) else {
+        return Err(format!(
+            "a warmup of {} before {} reaches before the file's first line",
+            Duration(warmup),
+            Duration(from)
+        ));
+    };
+    let speedup = replay.speedup.get();
+    let run_time = |file_time: Micros| ((file_time - start) as f64 / speedup).round() as Micros;
+    let kept: Vec<Micros> = times
+        .iter()
+        .filter(|&&at| at >= start && at < to)
+        .map(|&at| run_time(at))
+        .collect();
+    if kept.is_empty() {
+        return Err("no timestamp is in the window: no operation would start".into());
+    }
+    // One microsecond past the window's last, so that every kept arrival is inside the run.
+    Ok((kept, run_time(to - 1) + 1))
 }
 
 /// The most samples a rate file may have: a day at one sample a second.
@@ -487,4 +681,39 @@ pub(super) fn replay_load(
         points,
         length: run_time(to),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Decimal seconds become microseconds exactly as written, the seventh decimal rounding
+    /// half up; anything else is not a time.
+    #[test]
+    fn decimal_seconds_round_to_the_microsecond() {
+        assert_eq!(
+            decimal_micros("1700000000.123456"),
+            Some(1_700_000_000_123_456)
+        );
+        assert_eq!(decimal_micros("0.0000005"), Some(1));
+        assert_eq!(decimal_micros("0.0000004999"), Some(0));
+        assert_eq!(decimal_micros("12"), Some(12_000_000));
+        assert_eq!(decimal_micros(".5"), Some(500_000));
+        for bad in ["", ".", "-1", "1e3", "1.2.3", "100000000000", "12:00"] {
+            assert_eq!(decimal_micros(bad), None, "{bad}");
+        }
+    }
+
+    /// The most arrivals within a window counts the densest stretch, a window's end excluded,
+    /// and only arrivals before the end of the run.
+    #[test]
+    fn most_within_counts_the_densest_window() {
+        let at_us = [0, 10, 10, 15, 30, 31, 32, 33];
+        assert_eq!(most_within(&at_us, 10, 100), 4); // 30, 31, 32, 33
+        assert_eq!(most_within(&at_us, 6, 100), 4); // 30 to 33, and 10, 10, 15
+        assert_eq!(most_within(&at_us, 5, 100), 4);
+        assert_eq!(most_within(&at_us, 6, 32), 3); // 10, 10, 15: 32 and 33 are past the end
+        assert_eq!(most_within(&at_us, 5, 32), 2); // 15 - 10 is a whole window
+        assert_eq!(most_within(&at_us, 1000, 31), 5);
+    }
 }

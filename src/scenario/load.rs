@@ -494,8 +494,9 @@ impl<'a> Source<'a> {
         Ok(())
     }
 
-    /// Replaces `clients.replay` by the `rate` and `load` of the rate file it names (read
-    /// relative to the scenario file); an error in the file names the file and its line.
+    /// Replaces `clients.replay` by the `rate` and `load` of the rate file it names, or by the
+    /// `recorded` arrivals of the timestamps file it names (read relative to the scenario
+    /// file); an error in the file names the file and its line.
     fn replay_rates(&self, scenario: &mut Scenario) -> Result<(), ScenarioError> {
         let Some(replay) = scenario.clients.replay.take() else {
             return Ok(());
@@ -515,35 +516,69 @@ impl<'a> Source<'a> {
                 "`replay` sets the clients' `rate` and `load` from its file; remove them",
             ));
         }
-        let name = replay.rates.get_ref();
+        let (file, parse_rates) = match (&replay.rates, &replay.timestamps) {
+            (Some(rates), None) => (rates, true),
+            (None, Some(timestamps)) => (timestamps, false),
+            _ => {
+                return Err(self.error_at(
+                    span,
+                    "`replay` names exactly one file: `rates` (requests per second over time) or `timestamps` (one request time a line)",
+                ));
+            }
+        };
+        let name = file.get_ref();
         let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
         let path = folder.join(name);
-        let in_file = |message: String| self.error_at(replay.rates.span(), &message);
+        let in_file = |(line, message): (usize, String)| {
+            self.error_at(
+                file.span(),
+                &match line {
+                    0 => format!("replay {name:?}: {}: {message}", path.display()),
+                    _ => format!("replay {name:?}: {}:{line}: {message}", path.display()),
+                },
+            )
+        };
         let text = self
             .configs
             .data_file(&path)
-            .map_err(|error| in_file(format!("replay {name:?}: {error}")))?;
-        let samples = super::arrivals::parse_rates(&text).map_err(|(line, message)| {
-            in_file(match line {
-                0 => format!("replay {name:?}: {}: {message}", path.display()),
-                _ => format!("replay {name:?}: {}:{line}: {message}", path.display()),
-            })
-        })?;
-        let count = clients.count.get_ref().get();
-        let load = super::arrivals::replay_load(&replay, &samples, count)
-            .map_err(|message| self.error_at(span.clone(), &format!("replay: {message}")))?;
+            .map_err(|error| self.error_at(file.span(), &format!("replay {name:?}: {error}")))?;
+        let in_replay =
+            |message: String| self.error_at(span.clone(), &format!("replay: {message}"));
+        let length = if parse_rates {
+            let samples = super::arrivals::parse_rates(&text).map_err(in_file)?;
+            let count = clients.count.get_ref().get();
+            let load = super::arrivals::replay_load(&replay, &samples, count).map_err(in_replay)?;
+            clients.rate = Some(load.rate);
+            clients.load = load.points;
+            load.length
+        } else {
+            if !clients.arrivals.get_ref().is_poisson() {
+                return Err(self.error_at(
+                    clients.arrivals.span(),
+                    "`replay` of `timestamps` gives the arrivals themselves; remove `arrivals`",
+                ));
+            }
+            let times = super::arrivals::parse_timestamps(&text).map_err(in_file)?;
+            let (at_us, length) =
+                super::arrivals::replay_times(&replay, &times).map_err(in_replay)?;
+            *clients.arrivals.get_mut() = super::arrivals::ArrivalProcess::Recorded { at_us };
+            length
+        };
         let duration = scenario.duration.get_ref().micros();
-        if duration > load.length {
+        if duration > length {
             return Err(self.error_at(
                 scenario.duration.span(),
                 &format!(
-                    "the replay lasts {} in the run ((to - from + warmup) / speedup); duration must be at most that",
-                    crate::base::time::Duration(load.length)
+                    "the replay lasts {} in the run ((to - from + warmup) / speedup{}); duration must be at most that",
+                    crate::base::time::Duration(length),
+                    if parse_rates {
+                        ""
+                    } else {
+                        ", `to` by default 1us after the file's last line"
+                    }
                 ),
             ));
         }
-        clients.rate = Some(load.rate);
-        clients.load = load.points;
         Ok(())
     }
 

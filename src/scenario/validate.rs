@@ -241,6 +241,16 @@ fn validate_clients(scenario: &Scenario) -> Result<(), Problem> {
     }
     let workload_span = span_of(&clients.workload, count_span.clone());
     match clients.workload.get_ref() {
+        Workload::Open if clients.arrivals.get_ref().recorded().is_some() => {
+            if clients.rate.is_some() || !clients.load.is_empty() || clients.think_time.is_some() {
+                return Err((
+                    span_of(&clients.arrivals, workload_span),
+                    "recorded arrivals are at their own times: remove `rate`, `load` and `think_time`".into(),
+                ));
+            }
+            super::arrivals::check_process(clients.arrivals.get_ref())
+                .map_err(|message| (span_of(&clients.arrivals, workload_span.clone()), message))?;
+        }
         Workload::Open => {
             let Some(rate) = clients.rate else {
                 return Err((

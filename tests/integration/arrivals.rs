@@ -304,3 +304,218 @@ fn bad_rate_files_are_named_with_their_line() {
         &["scenario.toml:5:", "reaches before the file's first sample"],
     );
 }
+
+/// A folder `name` holding `scenario.toml` with `text` and `times.txt` with `times`.
+fn timestamps_folder(name: &str, text: &str, times: &str) -> PathBuf {
+    let folder = fresh_folder(name);
+    std::fs::write(folder.join("times.txt"), times).unwrap();
+    std::fs::write(folder.join("scenario.toml"), text).unwrap();
+    folder
+}
+
+/// Three clients replaying `times.txt` (with `replay`, the inline table's fields after
+/// `timestamps`) for `duration`, against an upstream that never fails.
+fn replaying_times(replay: &str, duration: &str) -> String {
+    format!(
+        r#"name = "times"
+duration = "{duration}"
+[clients]
+count = 3
+replay = {{ timestamps = "times.txt"{replay} }}
+[upstream]
+workers = 20
+service_time = "1ms"
+"#
+    )
+}
+
+/// Five requests of an access log, unix seconds: two at once, one with a seventh decimal
+/// (103.0000005 s, which rounds half up to 3,000,001 µs after the first).
+const FIVE_TIMES: &str = "# an access log's times\n100.0\n100.25\n\n100.25\n101.5\n103.0000005\n";
+
+/// The send times of the first attempts in `trace.csv`, in milliseconds as written.
+fn first_sends(trace: &str) -> Vec<String> {
+    let mut sends: Vec<(u64, String)> = trace
+        .lines()
+        .skip(1)
+        .map(|line| line.split(',').collect::<Vec<_>>())
+        .filter(|fields| fields[3] == "0")
+        .map(|fields| (fields[2].parse().unwrap(), fields[4].to_string()))
+        .collect();
+    sends.sort();
+    sends.into_iter().map(|(_, send)| send).collect()
+}
+
+/// Each timestamp is one operation at exactly its time after the first line's, in `--trace`
+/// (a first attempt is sent as its operation starts); the one at 3,000,001 µs is past the 3 s
+/// run. `--set clients.replay.speedup=2` halves every gap exactly: 125 ms, 750 ms, and the
+/// last at 3,000,001 / 2 = 1,500,000.5 µs, rounded half up to 1,500,001 µs, inside a run of
+/// 1,500,002 µs, the longest the replay allows.
+#[test]
+fn recorded_timestamps_arrive_exactly_at_their_times() {
+    let folder = timestamps_folder(
+        "arrivals-timestamps",
+        &replaying_times("", "3s"),
+        FIVE_TIMES,
+    );
+    let sends = |sets: &[&str]| {
+        let out = folder.join(format!("out{}", sets.len()));
+        let path = folder.join("scenario.toml");
+        let mut args = vec![
+            "run",
+            path.to_str().unwrap(),
+            "--trace",
+            "--no-charts",
+            "--out",
+            out.to_str().unwrap(),
+        ];
+        for set in sets {
+            args.extend(["--set", set]);
+        }
+        let output = retrystorm(&args);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        first_sends(&std::fs::read_to_string(out.join("times/trace.csv")).unwrap())
+    };
+    assert_eq!(sends(&[]), ["0.000", "250.000", "250.000", "1500.000"]);
+    assert_eq!(
+        sends(&["clients.replay.speedup=2", "duration=\"1500002us\""]),
+        ["0.000", "125.000", "125.000", "750.000", "1500.001"]
+    );
+}
+
+/// `from` and `to` keep exactly the lines in `[from - warmup, to)` of the file's time, the
+/// run starting at `from - warmup`; the resolved scenario holds the times and reloads the
+/// same without the file, and `check` announces exactly the arrivals before the end.
+#[test]
+fn a_timestamps_window_keeps_its_lines_and_reloads() {
+    let folder = timestamps_folder(
+        "arrivals-timestamps-window",
+        &replaying_times(r#", from = "250ms", to = "1500ms""#, "1250ms"),
+        FIVE_TIMES,
+    );
+    let at_us = |scenario: &retrystorm::scenario::Scenario| {
+        scenario
+            .clients
+            .arrivals
+            .get_ref()
+            .recorded()
+            .unwrap()
+            .to_vec()
+    };
+    let path = folder.join("scenario.toml");
+    assert_eq!(at_us(&load(&path, &[]).unwrap()), [0, 0]);
+    let warmed = load(
+        &path,
+        &[Override::set("clients.replay.warmup", "\"250ms\"")],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(at_us(&warmed), [0, 250_000, 250_000]);
+    let resolved = warmed.to_resolved_toml();
+    assert!(!resolved.contains("replay"), "{resolved}");
+    assert!(
+        resolved.contains("at_us = [0, 250000, 250000]"),
+        "{resolved}"
+    );
+    let reloaded = load_str(&resolved, "/nowhere/scenario.toml", &[]).unwrap();
+    assert_eq!(reloaded.to_resolved_toml(), resolved);
+    assert_eq!(run(&reloaded).policies[0].summary.operations, 3);
+    let check = retrystorm(&["check", path.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    assert!(stdout.contains("  cost: 2 operations"), "{stdout}");
+}
+
+/// The bundled access log's times: `check` announces exactly its lines less than 119 s after
+/// the first (4,031, counted here from the file), and a run starts exactly that many.
+#[test]
+fn the_bundled_timestamps_cost_and_run_exactly_their_lines() {
+    let log = "scenarios/data/burst-timestamps.txt";
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(log)).unwrap();
+    let times: Vec<f64> = text
+        .lines()
+        .filter(|line| !line.starts_with('#'))
+        .map(|line| line.parse().unwrap())
+        .collect();
+    let expected = times.iter().filter(|&&t| t - times[0] < 119.0).count() as u64;
+    let folder = timestamps_folder(
+        "arrivals-timestamps-bundled",
+        &replaying_times("", "119s").replace("count = 3", "count = 100"),
+        &text,
+    );
+    let path = folder.join("scenario.toml");
+    let check = retrystorm(&["check", path.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&check.stdout);
+    let announced = format!("  cost: {} operations,", thousands(expected));
+    assert!(stdout.contains(&announced), "{stdout} lacks {announced}");
+    let scenario = load(&path, &[]).unwrap();
+    assert_eq!(run(&scenario).policies[0].summary.operations, expected);
+}
+
+/// Errors name the file and line of an unsorted or unreadable time, and of the line past the
+/// most a file may have; and the replay's field where `scale`, both files, `rate` or
+/// `arrivals` ask for what exact arrivals cannot be.
+#[test]
+fn bad_timestamps_files_are_named_with_their_line() {
+    let text = replaying_times("", "1s");
+    let folder = timestamps_folder("arrivals-timestamps-errors", &text, FIVE_TIMES);
+    let error_of = |times: &str, scenario: &str| {
+        std::fs::write(folder.join("times.txt"), times).unwrap();
+        std::fs::write(folder.join("scenario.toml"), scenario).unwrap();
+        load(&folder.join("scenario.toml"), &[])
+            .unwrap_err()
+            .to_string()
+    };
+    assert_contains(
+        &error_of("# log\n10.5\n12\n11.9\n", &text),
+        &[
+            "scenario.toml:5:",
+            "times.txt:4:",
+            "before the line before it",
+            "sort -n",
+        ],
+    );
+    assert_contains(
+        &error_of("10.5\n12\n[02/Dec/2026:13:00:00 +0000]\n", &text),
+        &["times.txt:3:", "not a time in seconds"],
+    );
+    let too_many = "# one line more than the most\n".to_string() + &"1\n".repeat(100_001);
+    assert_contains(
+        &error_of(&too_many, &text),
+        &["times.txt:100002:", "more than 100000 timestamps"],
+    );
+    let refused = [
+        (", scale = 2", "`scale` multiplies a rate curve"),
+        (
+            r#", rates = "times.txt""#,
+            "exactly one file: `rates` (requests per second over time) or `timestamps`",
+        ),
+        (", from = \"4s\"", "is not within the file"),
+    ];
+    for (replay, message) in refused {
+        assert_contains(
+            &error_of(FIVE_TIMES, &replaying_times(replay, "1s")),
+            &["scenario.toml:5:", message],
+        );
+    }
+    assert_contains(
+        &error_of(
+            FIVE_TIMES,
+            &text.replace(
+                "count = 3",
+                "count = 3\narrivals = { process = \"batch\", size = 2 }",
+            ),
+        ),
+        &["scenario.toml:5:", "remove `arrivals`"],
+    );
+    assert_contains(
+        &error_of(FIVE_TIMES, &text.replace("\"1s\"", "\"4s\"")),
+        &[
+            "scenario.toml:2:",
+            "the replay lasts 3000002us",
+            "1us after the file's last line",
+        ],
+    );
+}
