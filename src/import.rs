@@ -21,6 +21,7 @@ pub mod document;
 pub mod envoy;
 pub mod grpc;
 pub mod istio;
+pub mod istio_fleet;
 pub mod linkerd;
 pub mod resilience4j;
 pub mod yaml_limits;
@@ -31,8 +32,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::scenario::{
-    ConfigSource, ImportPart, Override, Scenario, ScenarioError, check_resolved_fits,
-    load_with_configs, read_data_file, read_scenario,
+    ConfigSource, ImportPart, ImportedFleet, Override, Scenario, ScenarioError,
+    check_resolved_fits, load_with_configs, read_data_file, read_scenario,
 };
 
 use crate::base::time::{Duration, MICROS_PER_SECOND};
@@ -103,6 +104,12 @@ impl ConfigSource for ConfigFiles {
         import_file(path, part).map_err(|error| error.to_string())
     }
 
+    fn import_fleet(&self, path: &Path) -> Result<ImportedFleet, String> {
+        read_config(path)
+            .and_then(|text| import_fleet_text_of(path, &text))
+            .map_err(|error| error.to_string())
+    }
+
     fn data_file(&self, path: &Path) -> Result<String, String> {
         read_data_file(path)
     }
@@ -144,6 +151,31 @@ pub fn import_text_of(
         Some("yaml" | "yml")
     );
     import_str(text, yaml, part).map_err(|error| ImportError {
+        file: path.display().to_string(),
+        ..error
+    })
+}
+
+/// Imports `text`, the config that was read from `path`, as a fleet's: an Istio
+/// DestinationRule's load balancer and outlier detection ([`istio_fleet`]); `path` names it in
+/// errors and is not read.
+pub fn import_fleet_text_of(path: &Path, text: &str) -> Result<ImportedFleet, ImportError> {
+    let yaml = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    );
+    let imported = match document::parse(text, yaml)? {
+        Value::Object(object)
+            if object.get("kind").and_then(Value::as_str) == Some("DestinationRule") =>
+        {
+            istio_fleet::import_fleet(&object)
+        }
+        _ => Err(field_error(
+            "kind",
+            "a fleet imports an Istio DestinationRule (kind: DestinationRule), whose trafficPolicy has its loadBalancer and outlierDetection",
+        )),
+    };
+    imported.map_err(|error| ImportError {
         file: path.display().to_string(),
         ..error
     })

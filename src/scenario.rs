@@ -31,7 +31,7 @@ use toml::Spanned;
 pub use crate::base::capacity::CapacityPoint;
 pub use controls::ControlSpec;
 pub use data_files::read_data_file;
-pub use imported::{ImportPart, Imported};
+pub use imported::{ImportPart, Imported, ImportedFleet};
 pub use links::{CLIENTS, LinkNetwork};
 pub use load::{
     ConfigSource, MAX_SCENARIO_BYTES, Override, RESOLVED_HEADER, ScenarioError,

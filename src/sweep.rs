@@ -34,12 +34,13 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::time::Duration;
 use crate::engine::Quiet;
-use crate::import::{ImportError, Imported, import_text_of, read_config};
+use crate::import::{ImportError, Imported, import_fleet_text_of, import_text_of, read_config};
 use crate::model::Model;
 use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
 use crate::scenario::{
-    ConfigSource, ImportPart, Override, Scenario, ScenarioError, load_with_configs, read_data_file,
+    ConfigSource, ImportPart, ImportedFleet, Override, Scenario, ScenarioError, load_with_configs,
+    read_data_file,
 };
 use crate::vocabulary::metric::{Better, METRICS, NamedMetric, ServiceShape};
 
@@ -245,6 +246,13 @@ impl ConfigSource for SweepConfigs<'_> {
             read_config(path).map_err(|error| error.to_string())
         })?;
         import_text_of(path, &text, part).map_err(|error| error.to_string())
+    }
+
+    fn import_fleet(&self, path: &Path) -> Result<ImportedFleet, String> {
+        let text = self.text(path, |path| {
+            read_config(path).map_err(|error| error.to_string())
+        })?;
+        import_fleet_text_of(path, &text).map_err(|error| error.to_string())
     }
 
     fn data_file(&self, path: &Path) -> Result<String, String> {

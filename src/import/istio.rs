@@ -374,7 +374,7 @@ fn istio_field(error: ImportError, prefix: &str) -> ImportError {
 /// the requests in flight, `tcp.maxConnections` and `http.http1MaxPendingRequests` an HTTP/1.1
 /// pool (a `connection-pool` control). What is unset stays Istio's 2^32 - 1, unlimited.
 /// Outlier detection and load balancing belong to the service's fleet, not to a caller's
-/// policy, and are refused with the fleet setting to write.
+/// policy, and are refused, pointing at the fleet's `import` ([`super::istio_fleet`]).
 pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, ImportError> {
     let spec = resource_spec(config)?;
     refuse_unknown(
@@ -399,11 +399,11 @@ pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, 
         &[
             (
                 "outlierDetection",
-                "it applies to the service's instances, not to a caller's policy: write it as the service's fleet.outlier_detection (consecutive5xxErrors as consecutive_5xx, interval, baseEjectionTime as base_ejection_time, maxEjectionPercent as max_ejection_percent; Istio's minHealthPercent 0 is panic_threshold = 0)",
+                "it applies to the service's instances, not to a caller's policy: import the rule in the service's fleet (fleet.import), from a copy without connectionPool",
             ),
             (
                 "loadBalancer",
-                "it applies to the service's instances, not to a caller's policy: write it as the service's fleet.load_balancer (ROUND_ROBIN round-robin, RANDOM random, LEAST_REQUEST least-request; Istio's default is least-request)",
+                "it applies to the service's instances, not to a caller's policy: import the rule in the service's fleet (fleet.import), from a copy without connectionPool",
             ),
             ("portLevelSettings", "ports are not simulated"),
             ("tls", "TLS is not simulated"),

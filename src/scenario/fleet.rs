@@ -11,6 +11,9 @@
 //! fleet = { instances = 10, load_balancer = "least-request", capacity_instances = 1 }
 //! ```
 //!
+//! `import` reads `load_balancer` and `outlier_detection` from the Istio DestinationRule a
+//! team runs (`crate::import::istio_fleet`), the table's own settings winning.
+//!
 //! What is refused, at its place: more than [`MAX_INSTANCES`] instances, a `choice_count`
 //! without `least-request` or outside 2 to [`MAX_CHOICES`], and `capacity_instances` above
 //! `instances`.
@@ -54,6 +57,11 @@ pub const MAX_CHOICES: u64 = 100;
 pub struct Fleet {
     /// The copies of the service, each with its own `workers` and queue.
     pub instances: Bounded<1, MAX_INSTANCES>,
+    /// An Istio DestinationRule whose `trafficPolicy.loadBalancer` and `outlierDetection`
+    /// give `load_balancer` and `outlier_detection` where the table does not write them;
+    /// replaced by them when the scenario is loaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub import: Option<Spanned<String>>,
     /// How each caller picks an instance (default `round-robin`, Envoy's default `lb_policy`).
     #[serde(default)]
     pub load_balancer: Balancer,

@@ -10,6 +10,7 @@ use crate::base::values::{Bounded, Positive};
 use crate::retry::backoff::Jitter;
 use crate::retry::retry_after::RetryAfterMode;
 
+use super::fleet::{Balancer, Fleet, OutlierDetection};
 use super::{
     AttemptTimeout, CallDeadline, CallRetry, ControlSpec, Hedging, Policy, TransportError,
 };
@@ -178,6 +179,34 @@ impl Imported {
                 .iter()
                 .map(|control| toml::Spanned::new(0..0, control.clone()))
                 .collect();
+        }
+    }
+}
+
+/// What a fleet's `import` yields: the load balancer and outlier detection an Istio
+/// DestinationRule fixes for the service's instances.
+#[derive(Debug, Clone)]
+pub struct ImportedFleet {
+    /// `trafficPolicy.loadBalancer`, or Istio's default when it has none.
+    pub load_balancer: Balancer,
+    /// `trafficPolicy.outlierDetection`, Istio's defaults for what it leaves out; `None`
+    /// without it (Istio ejects nothing then).
+    pub outlier_detection: Option<OutlierDetection>,
+}
+
+impl ImportedFleet {
+    /// Applies the imported settings to `fleet`, except those it writes itself (`written`
+    /// names them, as keys of its table).
+    pub fn apply(&self, fleet: &mut Fleet, written: &[String]) {
+        let free = |key: &str| !written.iter().any(|w| w == key);
+        if free("load_balancer") {
+            fleet.load_balancer = self.load_balancer;
+        }
+        if free("outlier_detection") {
+            fleet.outlier_detection = self
+                .outlier_detection
+                .clone()
+                .map(|rules| toml::Spanned::new(0..0, rules));
         }
     }
 }

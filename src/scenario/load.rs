@@ -17,7 +17,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 use super::incident::resolve_incident;
 use super::topology::resolve_defaults;
 use super::validate::validate;
-use super::{DEFAULT_POLICY_NAME, ImportPart, Imported, Overrides, Scenario};
+use super::{DEFAULT_POLICY_NAME, ImportPart, Imported, ImportedFleet, Overrides, Scenario};
 use crate::base::escape::user_text;
 use crate::base::suggest::did_you_mean;
 use crate::base::text_file::{TextFileError, byte_size, read_text};
@@ -142,6 +142,10 @@ pub trait ConfigSource: Sync {
     /// The settings of the config at `path` (the scenario's folder joined with the `import`),
     /// for the `part` named where it has several; the error names the config and the field.
     fn import(&self, path: &Path, part: Option<&ImportPart>) -> Result<Imported, String>;
+
+    /// The fleet settings of the Istio DestinationRule at `path` (the scenario's folder joined
+    /// with a fleet's `import`); the error names the config and the field.
+    fn import_fleet(&self, path: &Path) -> Result<ImportedFleet, String>;
 
     /// The text of the data file at `path` (the scenario's folder joined with what a
     /// distribution's `histogram` or `samples` or `clients.replay` names); the error names the file.
@@ -315,6 +319,13 @@ impl ConfigSource for NoImports {
         ))
     }
 
+    fn import_fleet(&self, path: &Path) -> Result<ImportedFleet, String> {
+        Err(format!(
+            "{}: a resolved scenario imports nothing",
+            path.display()
+        ))
+    }
+
     fn data_file(&self, path: &Path) -> Result<String, String> {
         Err(format!(
             "{}: a resolved scenario reads no data file (its distributions are inline, its replay applied)",
@@ -433,7 +444,7 @@ impl<'a> Source<'a> {
         Ok(scenario)
     }
 
-    /// Replaces each policy's and each tier's `import` by the settings of the config it names
+    /// Replaces each policy's, tier's and fleet's `import` by the settings of the config it names
     /// (read relative to the scenario file), keeping the settings the table writes itself. An
     /// error names the config, the field in it, and the `import` it came from.
     fn import_configs(&self, scenario: &mut Scenario) -> Result<(), ScenarioError> {
@@ -444,7 +455,20 @@ impl<'a> Source<'a> {
                 .as_ref()
                 .is_some_and(|retry| retry.get_ref().import.is_some())
         });
-        if !tier_imports && scenario.policy.iter().all(|policy| policy.import.is_none()) {
+        let fleet_imports = scenario
+            .upstream
+            .iter()
+            .chain(scenario.service.iter().map(toml::Spanned::get_ref))
+            .any(|service| {
+                service
+                    .fleet
+                    .as_ref()
+                    .is_some_and(|fleet| fleet.get_ref().import.is_some())
+            });
+        if !tier_imports
+            && !fleet_imports
+            && scenario.policy.iter().all(|policy| policy.import.is_none())
+        {
             return Ok(());
         }
         let raw: toml::Table = toml::from_str(&self.edited).unwrap_or_default();
@@ -490,6 +514,34 @@ impl<'a> Source<'a> {
             ];
             let imported = self.import_config(&import, part)?;
             imported.apply_to_call(retry, &written);
+        }
+        let upstream = scenario
+            .upstream
+            .as_mut()
+            .map(|upstream| (upstream, raw.get("upstream")));
+        let services = scenario
+            .service
+            .iter_mut()
+            .enumerate()
+            .map(|(index, service)| {
+                let table = tables("service").and_then(|tables| tables.get(index));
+                (service.get_mut(), table)
+            });
+        for (service, table) in upstream.into_iter().chain(services) {
+            let Some(fleet) = service.fleet.as_mut() else {
+                continue;
+            };
+            let fleet = fleet.get_mut();
+            let Some(import) = fleet.import.take() else {
+                continue;
+            };
+            let written = keys(table.and_then(|table| table.get("fleet")));
+            let path = self.config_path(&import);
+            let imported = self
+                .configs
+                .import_fleet(&path)
+                .map_err(|error| self.import_error(&import, &error))?;
+            imported.apply(fleet, &written);
         }
         Ok(())
     }
@@ -591,15 +643,23 @@ impl<'a> Source<'a> {
     ) -> Result<Imported, ScenarioError> {
         let part = ImportPart::from_fields(part)
             .map_err(|message| self.error_at(import.span(), &message))?;
-        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
-        let path = folder.join(import.get_ref());
+        let path = self.config_path(import);
         let imported = self.configs.import(&path, part.as_ref());
-        imported.map_err(|error| {
-            self.error_at(
-                import.span(),
-                &format!("import {:?}: {error}", import.get_ref()),
-            )
-        })
+        imported.map_err(|error| self.import_error(import, &error))
+    }
+
+    /// The path of the config an `import` names: relative to the scenario file.
+    fn config_path(&self, import: &toml::Spanned<String>) -> std::path::PathBuf {
+        let folder = Path::new(self.label).parent().unwrap_or(Path::new(""));
+        folder.join(import.get_ref())
+    }
+
+    /// The error of the config an `import` names, at the `import`.
+    fn import_error(&self, import: &toml::Spanned<String>, error: &str) -> ScenarioError {
+        self.error_at(
+            import.span(),
+            &format!("import {:?}: {error}", import.get_ref()),
+        )
     }
 
     /// The error for a byte range of the edited text.

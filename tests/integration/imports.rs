@@ -35,6 +35,9 @@ const SHIPPED_PARTS: [(&str, &str, &str, &str); 2] = [
     ),
 ];
 
+/// The shipped configs a service's fleet imports (`fleet.import`), not a policy.
+const SHIPPED_FLEET_CONFIGS: [&str; 1] = ["istio-reviews-fleet-destinationrule.yaml"];
+
 /// Every config in `scenarios/configs/` imports, and `retrystorm import`'s table for it reads
 /// back as a valid policy with exactly the imported settings: the printed `[[policy]]`, loaded,
 /// resolves to the same table as the scenario that imports the config.
@@ -44,6 +47,9 @@ fn every_shipped_config_imports() {
     for entry in std::fs::read_dir("scenarios/configs").unwrap() {
         let path = entry.unwrap().path();
         let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        if SHIPPED_FLEET_CONFIGS.contains(&file.as_str()) {
+            continue;
+        }
         let part = SHIPPED_PARTS.iter().find(|(name, ..)| *name == file);
         let imported = import_file(
             &path,
@@ -850,11 +856,190 @@ fn an_istio_destination_rule_maps_its_connection_pool() {
     assert_contains(
         &rule("    connectionPool: {}\n    outlierDetection:\n      consecutive5xxErrors: 7\n")
             .unwrap_err(),
-        &[
-            "spec.trafficPolicy.outlierDetection",
-            "fleet.outlier_detection",
-            "consecutive_5xx",
-        ],
+        &["spec.trafficPolicy.outlierDetection", "fleet.import"],
+    );
+}
+
+/// A scenario whose one upstream is a fleet written `fleet` (a TOML inline table), with the
+/// `--set` `overrides`, loaded as `label` (its imports are read from that folder).
+fn fleet_scenario_at(
+    fleet: &str,
+    overrides: &[&str],
+    label: &str,
+) -> Result<retrystorm::scenario::Scenario, String> {
+    let overrides: Vec<retrystorm::scenario::Override> =
+        overrides.iter().map(|set| set.parse().unwrap()).collect();
+    retrystorm::import::load_str(
+        &format!(
+            "name = \"x\"\nduration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\nfleet = {fleet}\n"
+        ),
+        label,
+        &overrides,
+    )
+    .map_err(|error| error.to_string())
+}
+
+/// [`fleet_scenario_at`] as `scenarios/s.toml`, so that its imports are read from
+/// `scenarios/configs/`.
+fn fleet_scenario(
+    fleet: &str,
+    overrides: &[&str],
+) -> Result<retrystorm::scenario::Scenario, String> {
+    fleet_scenario_at(fleet, overrides, "scenarios/s.toml")
+}
+
+/// The resolved text of [`fleet_scenario`] with `fleet`.
+fn resolved_fleet(fleet: &str) -> String {
+    fleet_scenario(fleet, &[])
+        .unwrap_or_else(|error| panic!("{error}"))
+        .to_resolved_toml()
+}
+
+/// The scenario whose fleet of 6 imports `rule` (a DestinationRule's text, written next to it
+/// in a fresh folder `folder`).
+fn fleet_importing_rule(
+    folder: &str,
+    rule: &str,
+) -> Result<retrystorm::scenario::Scenario, String> {
+    let folder = crate::support::fresh_folder(folder);
+    std::fs::write(folder.join("rule.yaml"), rule).unwrap();
+    fleet_scenario_at(
+        r#"{ instances = 6, import = "rule.yaml" }"#,
+        &[],
+        folder.join("s.toml").to_str().unwrap(),
+    )
+}
+
+/// The shipped fleet DestinationRule gives the fleet exactly what it writes and Istio's
+/// defaults for the rest (Istio's `OutlierDetection` reference: `maxEjectionPercent` 10,
+/// `minHealthPercent` 0): round robin, 3 failures in a row, a 5 s interval, a 60 s base
+/// ejection, at most 10 % ejected, no panic threshold; the resolved scenario writes these out,
+/// has no `import`, and reloads where the config is not. An empty `outlierDetection` is
+/// Istio's defaults (5 in a row, 10 s, 30 s, 10 %, 0 %), and no `loadBalancer` Istio's default
+/// balancer, LEAST_REQUEST (a secondary reading of istiod's `cluster_traffic_policy.go`).
+#[test]
+fn an_istio_destination_rule_gives_a_fleet_its_balancer_and_ejections() {
+    let resolved = resolved_fleet(
+        r#"{ instances = 6, import = "configs/istio-reviews-fleet-destinationrule.yaml" }"#,
+    );
+    assert_eq!(
+        resolved,
+        resolved_fleet(
+            r#"{ instances = 6, load_balancer = "round-robin", outlier_detection = { consecutive_5xx = 3, interval = "5s", base_ejection_time = "60s", max_ejection_percent = 10, panic_threshold = 0 } }"#
+        )
+    );
+    assert!(!resolved.contains("import"), "{resolved}");
+    let reloaded = retrystorm::import::load_str(&resolved, "/nowhere/scenario.toml", &[])
+        .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(reloaded.to_resolved_toml(), resolved);
+    let defaults = fleet_importing_rule(
+        "fleet-import-defaults",
+        "kind: DestinationRule\nspec:\n  host: r\n  trafficPolicy:\n    outlierDetection: {}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        defaults.to_resolved_toml(),
+        resolved_fleet(
+            r#"{ instances = 6, load_balancer = "least-request", outlier_detection = { consecutive_5xx = 5, interval = "10s", base_ejection_time = "30s", max_ejection_percent = 10, panic_threshold = 0 } }"#
+        )
+    );
+}
+
+/// What the fleet table writes wins over the DestinationRule, key by key; `--set` reaches
+/// `fleet.import` as it reaches every field.
+#[test]
+fn a_fleets_own_settings_win_over_its_import() {
+    assert_eq!(
+        resolved_fleet(
+            r#"{ instances = 6, load_balancer = "random", import = "configs/istio-reviews-fleet-destinationrule.yaml" }"#
+        ),
+        resolved_fleet(
+            r#"{ instances = 6, load_balancer = "random", outlier_detection = { consecutive_5xx = 3, interval = "5s", base_ejection_time = "60s", panic_threshold = 0 } }"#
+        )
+    );
+    assert_eq!(
+        resolved_fleet(
+            r#"{ instances = 6, outlier_detection = { consecutive_5xx = 9 }, import = "configs/istio-reviews-fleet-destinationrule.yaml" }"#
+        ),
+        resolved_fleet(r#"{ instances = 6, outlier_detection = { consecutive_5xx = 9 } }"#)
+    );
+    let set = fleet_scenario(
+        "{ instances = 6 }",
+        &["upstream.fleet.import=configs/istio-reviews-fleet-destinationrule.yaml"],
+    )
+    .unwrap_or_else(|error| panic!("{error}"));
+    assert_eq!(
+        set.to_resolved_toml(),
+        resolved_fleet(
+            r#"{ instances = 6, import = "configs/istio-reviews-fleet-destinationrule.yaml" }"#
+        )
+    );
+}
+
+/// What a fleet cannot do is refused by the DestinationRule's file and field, at the
+/// scenario's `import` line (line 9); a consistent hash on a header is the ring hash.
+#[test]
+fn fleet_import_refusals_name_the_field() {
+    let rule = |traffic: &str| {
+        fleet_importing_rule(
+            "fleet-import-refusals",
+            &format!("kind: DestinationRule\nspec:\n  host: r\n  trafficPolicy:\n{traffic}"),
+        )
+    };
+    let cases: [(&str, &[&str]); 8] = [
+        (
+            "    outlierDetection:\n      splitExternalLocalOriginErrors: true\n",
+            &[
+                "s.toml:9:",
+                "rule.yaml: spec.trafficPolicy.outlierDetection.splitExternalLocalOriginErrors: not simulated",
+            ],
+        ),
+        (
+            "    outlierDetection:\n      consecutiveGatewayErrors: 3\n",
+            &["spec.trafficPolicy.outlierDetection.consecutiveGatewayErrors: not simulated"],
+        ),
+        (
+            "    outlierDetection:\n      consecutive5xxErrors: 0\n",
+            &[
+                "spec.trafficPolicy.outlierDetection.consecutive5xxErrors: 0 turns ejection on 5xx off",
+            ],
+        ),
+        (
+            "    outlierDetection:\n      consecutiveLocalOriginFailures: 2\n",
+            &["spec.trafficPolicy.outlierDetection.consecutiveLocalOriginFailures: not simulated"],
+        ),
+        (
+            "    loadBalancer:\n      simple: PASSTHROUGH\n",
+            &["spec.trafficPolicy.loadBalancer.simple: not simulated: PASSTHROUGH"],
+        ),
+        (
+            "    loadBalancer:\n      consistentHash:\n        useSourceIp: true\n",
+            &["spec.trafficPolicy.loadBalancer.consistentHash.useSourceIp: not simulated"],
+        ),
+        (
+            "    connectionPool:\n      tcp:\n        maxConnections: 1\n",
+            &[
+                "spec.trafficPolicy.connectionPool: not simulated",
+                "[[policy]]",
+            ],
+        ),
+        (
+            "    loadBalancer:\n      simple: LEAST_REQEST\n",
+            &[
+                "spec.trafficPolicy.loadBalancer.simple",
+                "ROUND_ROBIN, RANDOM, LEAST_REQUEST",
+            ],
+        ),
+    ];
+    for (traffic, parts) in cases {
+        assert_contains(&rule(traffic).unwrap_err(), parts);
+    }
+    let hashed = rule("    loadBalancer:\n      consistentHash:\n        httpHeaderName: x-user\n")
+        .unwrap_or_else(|error| panic!("{error}"));
+    let resolved = hashed.to_resolved_toml();
+    assert!(
+        resolved.contains("load_balancer = \"ring-hash\""),
+        "{resolved}"
     );
 }
 
