@@ -376,39 +376,13 @@ fn istio_field(error: ImportError, prefix: &str) -> ImportError {
 /// Outlier detection and load balancing belong to the service's fleet, not to a caller's
 /// policy, and are refused, pointing at the fleet's `import` ([`super::istio_fleet`]).
 pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, ImportError> {
-    let spec = resource_spec(config)?;
-    refuse_unknown(
-        spec,
-        "spec",
-        &["host", "trafficPolicy", "exportTo", "workloadSelector"],
-        &[(
-            "subsets",
-            "subsets pick instances by label, which the simulated fleets do not have",
-        )],
-    )?;
-    let Some(Value::Object(traffic)) = spec.get("trafficPolicy") else {
-        return Err(field_error(
-            "spec.trafficPolicy",
-            "required: an object with connectionPool",
-        ));
-    };
-    refuse_unknown(
-        traffic,
-        "spec.trafficPolicy",
+    let fleet_part = "it applies to the service's instances, not to a caller's policy: import the rule in the service's fleet (fleet.import), from a copy without connectionPool";
+    let traffic = traffic_policy(
+        config,
         &["connectionPool"],
         &[
-            (
-                "outlierDetection",
-                "it applies to the service's instances, not to a caller's policy: import the rule in the service's fleet (fleet.import), from a copy without connectionPool",
-            ),
-            (
-                "loadBalancer",
-                "it applies to the service's instances, not to a caller's policy: import the rule in the service's fleet (fleet.import), from a copy without connectionPool",
-            ),
-            ("portLevelSettings", "ports are not simulated"),
-            ("tls", "TLS is not simulated"),
-            ("tunnel", "tunnels are not simulated"),
-            ("proxyProtocol", "the PROXY protocol is not simulated"),
+            ("outlierDetection", fleet_part),
+            ("loadBalancer", fleet_part),
         ],
     )?;
     let Some(Value::Object(pool)) = traffic.get("connectionPool") else {
@@ -534,6 +508,40 @@ pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, 
         "a DestinationRule sets no retries: the policy's retry settings are the scenario's (write the route's own, or import its VirtualService in another policy and copy these controls)".into(),
     );
     Ok(imported)
+}
+
+/// A DestinationRule's `spec.trafficPolicy`, refusing what neither of its imports models: the
+/// settings read here are `read`, and `elsewhere` those the other import reads, with why.
+pub(crate) fn traffic_policy<'c>(
+    config: &'c Map<String, Value>,
+    read: &[&str],
+    elsewhere: &[(&str, &str)],
+) -> Result<&'c Map<String, Value>, ImportError> {
+    let spec = resource_spec(config)?;
+    refuse_unknown(
+        spec,
+        "spec",
+        &["host", "trafficPolicy", "exportTo", "workloadSelector"],
+        &[(
+            "subsets",
+            "subsets pick instances by label, which the simulated fleets do not have",
+        )],
+    )?;
+    let Some(Value::Object(traffic)) = spec.get("trafficPolicy") else {
+        return Err(field_error(
+            "spec.trafficPolicy",
+            format!("required: an object with {}", read.join(" or ")),
+        ));
+    };
+    let mut unmodelled = elsewhere.to_vec();
+    unmodelled.extend([
+        ("portLevelSettings", "ports are not simulated"),
+        ("tls", "TLS is not simulated"),
+        ("tunnel", "tunnels are not simulated"),
+        ("proxyProtocol", "the PROXY protocol is not simulated"),
+    ]);
+    refuse_unknown(traffic, "spec.trafficPolicy", read, &unmodelled)?;
+    Ok(traffic)
 }
 
 /// The `spec` of a Kubernetes resource, its other top-level fields checked.

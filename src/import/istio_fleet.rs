@@ -27,7 +27,7 @@
 
 use serde_json::{Map, Value};
 
-use super::istio::resource_spec;
+use super::istio::traffic_policy;
 use super::{ImportError, field_error, go_duration, integer, refuse_unknown};
 use crate::base::time::Duration;
 use crate::base::values::Bounded;
@@ -45,36 +45,13 @@ const MAX_CONSECUTIVE: u64 = 1_000_000;
 
 /// The fleet settings of a DestinationRule (the module's table says how).
 pub fn import_fleet(config: &Map<String, Value>) -> Result<ImportedFleet, ImportError> {
-    let spec = resource_spec(config)?;
-    refuse_unknown(
-        spec,
-        "spec",
-        &["host", "trafficPolicy", "exportTo", "workloadSelector"],
-        &[(
-            "subsets",
-            "subsets pick instances by label, which the simulated fleets do not have",
-        )],
-    )?;
-    let Some(Value::Object(traffic)) = spec.get("trafficPolicy") else {
-        return Err(field_error(
-            "spec.trafficPolicy",
-            "required: an object with loadBalancer or outlierDetection",
-        ));
-    };
-    refuse_unknown(
-        traffic,
-        "spec.trafficPolicy",
+    let traffic = traffic_policy(
+        config,
         &["loadBalancer", "outlierDetection"],
-        &[
-            (
-                "connectionPool",
-                "it limits each caller, not the fleet: import this file in the callers' [[policy]] or tier `retry` (import = ...) for it, and keep a copy without it for the fleet",
-            ),
-            ("portLevelSettings", "ports are not simulated"),
-            ("tls", "TLS is not simulated"),
-            ("tunnel", "tunnels are not simulated"),
-            ("proxyProtocol", "the PROXY protocol is not simulated"),
-        ],
+        &[(
+            "connectionPool",
+            "it limits each caller, not the fleet: import this file in the callers' [[policy]] or tier `retry` (import = ...) for it, and keep a copy without it for the fleet",
+        )],
     )?;
     let load_balancer = match traffic.get("loadBalancer") {
         None => Balancer::LeastRequest,

@@ -395,38 +395,73 @@ pub(super) fn replay_times(
             "`scale` multiplies a rate curve; recorded arrivals cannot be scaled without inventing some: replay `rates`, or compress time with `speedup`".into(),
         );
     }
-    let end_of_file = times[times.len() - 1] + 1;
-    let micros = |value: &Option<Spanned<Duration>>| value.as_ref().map(|d| d.get_ref().micros());
-    let from = micros(&replay.from).unwrap_or(0);
-    let to = micros(&replay.to).unwrap_or(end_of_file);
-    let warmup = micros(&replay.warmup).unwrap_or(0);
-    if to > end_of_file || from >= to {
-        return Err(format!(
-            "the window from {} to {} is not within the file, whose lines are 0s to {} after its first",
-            Duration(from),
-            Duration(to),
-            Duration(end_of_file - 1)
-        ));
-    }
-    let Some(start) = from.checked_sub(warmup) else {
-        return Err(format!(
-            "a warmup of {} before {} reaches before the file's first line",
-            Duration(warmup),
-            Duration(from)
-        ));
-    };
-    let speedup = replay.speedup.get();
-    let run_time = |file_time: Micros| ((file_time - start) as f64 / speedup).round() as Micros;
+    let last = times[times.len() - 1];
+    let window = Window::of(replay, last + 1, last, "line")?;
     let kept: Vec<Micros> = times
         .iter()
-        .filter(|&&at| at >= start && at < to)
-        .map(|&at| run_time(at))
+        .filter(|&&at| window.holds(at))
+        .map(|&at| window.run_time(at))
         .collect();
     if kept.is_empty() {
         return Err("no timestamp is in the window: no operation would start".into());
     }
     // One microsecond past the window's last, so that every kept arrival is inside the run.
-    Ok((kept, run_time(to - 1) + 1))
+    Ok((kept, window.run_time(window.to - 1) + 1))
+}
+
+/// The part of a replayed file a run covers: file times `[start, to)`, where `start` is `from -
+/// warmup`, the run's time zero, and run time is file time divided by `speedup`.
+struct Window {
+    start: Micros,
+    to: Micros,
+    speedup: f64,
+}
+
+impl Window {
+    /// The window `replay` asks of a file that ends at `end_of_file` (what `to` defaults to),
+    /// whose last `entry` ("line", "sample") is at `last`; the error says why it does not fit.
+    fn of(
+        replay: &Replay,
+        end_of_file: Micros,
+        last: Micros,
+        entry: &str,
+    ) -> Result<Window, String> {
+        let micros =
+            |value: &Option<Spanned<Duration>>| value.as_ref().map(|d| d.get_ref().micros());
+        let from = micros(&replay.from).unwrap_or(0);
+        let to = micros(&replay.to).unwrap_or(end_of_file);
+        let warmup = micros(&replay.warmup).unwrap_or(0);
+        if to > end_of_file || from >= to {
+            return Err(format!(
+                "the window from {} to {} is not within the file, which covers 0s to {} after its first {entry}",
+                Duration(from),
+                Duration(to),
+                Duration(last)
+            ));
+        }
+        let Some(start) = from.checked_sub(warmup) else {
+            return Err(format!(
+                "a warmup of {} before {} reaches before the file's first {entry}",
+                Duration(warmup),
+                Duration(from)
+            ));
+        };
+        Ok(Window {
+            start,
+            to,
+            speedup: replay.speedup.get(),
+        })
+    }
+
+    /// Whether file time `at` is in the window.
+    fn holds(&self, at: Micros) -> bool {
+        at >= self.start && at < self.to
+    }
+
+    /// File time `at` (not before the window) in the run's time.
+    fn run_time(&self, at: Micros) -> Micros {
+        ((at - self.start) as f64 / self.speedup).round() as Micros
+    }
 }
 
 /// The most samples a rate file may have: a day at one sample a second.
@@ -619,27 +654,8 @@ pub(super) fn replay_load(
     count: u64,
 ) -> Result<ReplayedLoad, String> {
     let end_of_file = samples.samples[samples.samples.len() - 1].0 + samples.last_step;
-    let micros = |value: &Option<Spanned<Duration>>| value.as_ref().map(|d| d.get_ref().micros());
-    let from = micros(&replay.from).unwrap_or(0);
-    let to = micros(&replay.to).unwrap_or(end_of_file);
-    let warmup = micros(&replay.warmup).unwrap_or(0);
-    if to > end_of_file || from >= to {
-        return Err(format!(
-            "the window from {} to {} is not within the file, which covers 0s to {} after its first sample",
-            Duration(from),
-            Duration(to),
-            Duration(end_of_file)
-        ));
-    }
-    let Some(start) = from.checked_sub(warmup) else {
-        return Err(format!(
-            "a warmup of {} before {} reaches before the file's first sample",
-            Duration(warmup),
-            Duration(from)
-        ));
-    };
-    let speedup = replay.speedup.get();
-    let run_time = |file_time: Micros| ((file_time - start) as f64 / speedup).round() as Micros;
+    let window = Window::of(replay, end_of_file, end_of_file, "sample")?;
+    let (start, to) = (window.start, window.to);
     // The rate held over [start, to): each sample's from its time to the next one's.
     let mut steps: Vec<(Micros, f64)> = Vec::new();
     for (index, &(at, rate)) in samples.samples.iter().enumerate() {
@@ -651,7 +667,7 @@ pub(super) fn replay_load(
             continue;
         }
         if steps.last().is_none_or(|&(_, previous)| previous != rate) {
-            steps.push((run_time(at.max(start)), rate));
+            steps.push((window.run_time(at.max(start)), rate));
         }
     }
     let peak = steps.iter().map(|&(_, rate)| rate).fold(0.0, f64::max);
@@ -679,7 +695,7 @@ pub(super) fn replay_load(
     Ok(ReplayedLoad {
         rate: Positive(rate),
         points,
-        length: run_time(to),
+        length: window.run_time(to),
     })
 }
 
