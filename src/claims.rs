@@ -60,8 +60,20 @@ pub fn number(value: f64) -> String {
     }
 }
 
-/// Checks every claim of the run's scenario.
+/// Checks the claims of the run's scenario that one run judges: those without a
+/// `probability`, which only replications judge ([`evaluate_each`]).
 pub fn evaluate(run: &ScenarioRun) -> Vec<ClaimResult> {
+    run.scenario
+        .expect
+        .iter()
+        .filter(|claim| claim.get_ref().probability.is_none())
+        .map(|claim| check(run, claim.get_ref()))
+        .collect()
+}
+
+/// Checks every claim of the run's scenario, in its order, whether it holds on this run: one
+/// replication's verdicts, which replications count.
+pub fn evaluate_each(run: &ScenarioRun) -> Vec<ClaimResult> {
     run.scenario
         .expect
         .iter()
@@ -109,63 +121,64 @@ fn check(run: &ScenarioRun, claim: &Expect) -> ClaimResult {
     let better = claim_direction(&claim.metric, claim.window.is_some())
         .expect("validated: claims name metrics");
     let value = value(policy(run, &claim.policy), claim);
-    let window = claim
-        .window
-        .as_ref()
-        .map_or_else(String::new, describe_window);
     let margin = claim.margin.map_or(0.0, |margin| margin.get());
-    let (claimed, against, held) = if let Some(other) = &claim.better_than {
+    let (against, held) = if let Some(other) = &claim.better_than {
         let against = self::value(policy(run, other), claim);
         let held = match better {
             Better::Higher => value > against * (1.0 + margin),
             Better::Lower => value < against * (1.0 - margin),
             Better::Neither => false,
         };
-        let by = if margin > 0.0 {
-            format!(" by more than {}%", number(margin * 100.0))
-        } else {
-            String::new()
+        (against, held)
+    } else if let Some(bound) = claim.at_least {
+        (bound, value >= bound)
+    } else {
+        let bound = claim
+            .at_most
+            .expect("validated: a claim compares with something");
+        (bound, value <= bound)
+    };
+    ClaimResult {
+        claim: describe(claim),
+        value,
+        against,
+        held,
+        why: claim.why.clone(),
+    }
+}
+
+/// The claim in words: `full jitter beats no jitter on success_rate by more than 5%`.
+pub fn describe(claim: &Expect) -> String {
+    let window = claim
+        .window
+        .as_ref()
+        .map_or_else(String::new, describe_window);
+    if let Some(other) = &claim.better_than {
+        let by = match claim.margin.map(|margin| margin.get()) {
+            Some(margin) if margin > 0.0 => format!(" by more than {}%", number(margin * 100.0)),
+            _ => String::new(),
         };
-        (
-            format!(
-                "{} beats {} on {}{window}{by}",
-                claim.policy, other, claim.metric
-            ),
-            against,
-            held,
+        format!(
+            "{} beats {} on {}{window}{by}",
+            claim.policy, other, claim.metric
         )
     } else if let Some(bound) = claim.at_least {
-        (
-            format!(
-                "{} has {}{window} at least {}",
-                claim.policy,
-                claim.metric,
-                number(bound)
-            ),
-            bound,
-            value >= bound,
+        format!(
+            "{} has {}{window} at least {}",
+            claim.policy,
+            claim.metric,
+            number(bound)
         )
     } else {
         let bound = claim
             .at_most
             .expect("validated: a claim compares with something");
-        (
-            format!(
-                "{} has {}{window} at most {}",
-                claim.policy,
-                claim.metric,
-                number(bound)
-            ),
-            bound,
-            value <= bound,
+        format!(
+            "{} has {}{window} at most {}",
+            claim.policy,
+            claim.metric,
+            number(bound)
         )
-    };
-    ClaimResult {
-        claim: claimed,
-        value,
-        against,
-        held,
-        why: claim.why.clone(),
     }
 }
 

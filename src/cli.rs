@@ -14,6 +14,7 @@ mod decide;
 mod import;
 mod progress;
 mod run;
+mod study;
 mod sweep;
 
 use std::fmt;
@@ -29,7 +30,7 @@ use retrystorm::output::staging::remove_on_signals;
 #[command(
     name = "retrystorm",
     version,
-    after_help = "Exit codes: 0 success; 1 invalid input (a scenario, a batch line) or an output error; 2 a wrong command line; 3 a claim of a scenario's lesson did not hold (`run`, unless --no-fail-on-claims); 128 + N after signal N (SIGINT, SIGTERM, SIGHUP)."
+    after_help = "Exit codes: 0 success; 1 invalid input (a scenario, a batch line) or an output error; 2 a wrong command line; 3 a claim of a scenario's lesson did not hold (`run`, with replications too, and `map`, unless --no-fail-on-claims); 128 + N after signal N (SIGINT, SIGTERM, SIGHUP)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -49,7 +50,13 @@ enum Command {
     /// Example: retrystorm sweep scenarios/tuning.toml --grid policy.base=50ms,100ms,200ms
     /// --grid policy.max_attempts=2..5 --require 'success_rate>=0.99' --minimize p99_ms
     Sweep(sweep::SweepArgs),
-    /// Combine the output folders of a sharded sweep into the files of a whole sweep.
+    /// Map where a system stops recovering: the probability of recovering from the incident
+    /// over two settings, one panel per policy, with adaptive replications.
+    ///
+    /// Example: retrystorm map scenarios/tipping-point.toml
+    Map(study::MapArgs),
+    /// Combine the output folders of a sharded sweep, map or replications into the files of
+    /// a whole one.
     Merge(sweep::MergeArgs),
     /// Run the source article's retry decision once and print one JSON object.
     ///
@@ -77,7 +84,7 @@ pub fn run() -> ExitCode {
     };
     let writes_folders = matches!(
         cli.command,
-        Command::Run(_) | Command::Sweep(_) | Command::Merge(_)
+        Command::Run(_) | Command::Sweep(_) | Command::Map(_) | Command::Merge(_)
     );
     if writes_folders && let Err(error) = remove_on_signals() {
         report(format_args!("cannot watch for interrupts: {error}"));
@@ -87,6 +94,7 @@ pub fn run() -> ExitCode {
         Command::Run(args) => run::run(&args),
         Command::Check(args) => run::check(&args),
         Command::Sweep(args) => sweep::sweep(&args),
+        Command::Map(args) => study::map(&args),
         Command::Merge(args) => sweep::merge_shards(&args),
         Command::Decide(args) => decide::decide(&args),
         Command::Import(args) => import::import(&args),

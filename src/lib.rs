@@ -67,3 +67,7 @@ pub mod output;
 
 // Sweeps of a grid of settings over seeds, and their recommendation.
 pub mod sweep;
+
+// Replicated studies: probabilities over seeds and uncertain inputs, and maps of where a
+// system tips.
+pub mod risk;

@@ -21,6 +21,7 @@ mod links;
 mod load;
 pub mod manual_retry;
 mod overload;
+pub mod risk;
 mod topology;
 mod validate;
 mod zero_time;
@@ -107,6 +108,15 @@ pub struct Scenario {
     /// The lesson, as claims about the policies' metrics that every run checks.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub expect: Vec<Spanned<Expect>>,
+    /// Replications of every policy over seeds, for probabilities ([`risk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub risk: Option<Spanned<risk::RiskSpec>>,
+    /// Inputs the user is unsure of, drawn once per replication ([`risk`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub uncertain: risk::Uncertain,
+    /// The plane `retrystorm map` draws, and its claims ([`risk`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub map: Option<Spanned<risk::MapSpec>>,
     /// The comment at the top of the file, without its `#`s: what the scenario sets up and
     /// what to look at, shown in `report.html`. Not a setting, so not written back.
     #[serde(skip)]
@@ -143,6 +153,10 @@ pub struct Expect {
     /// Compare over this time window only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window: Option<ExpectWindow>,
+    /// Holds when, over the replications of `[risk]`, the lower end of the 95% exact
+    /// (Clopper-Pearson) interval of the share of runs in which it held is above this.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probability: Option<Probability>,
     /// Why the lesson says so, shown with the result.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub why: Option<String>,

@@ -232,12 +232,13 @@ pub struct SweepSpec {
     pub configs: BTreeMap<String, String>,
 }
 
-/// The configs a sweep's scenarios import: the texts the sweep pinned, and, only while the sweep
+/// The configs a sweep's (or a replicated study's) scenarios import: the texts the sweep pinned, and, only while the sweep
 /// is prepared from the files, those files, each read once and then pinned.
-struct SweepConfigs<'a> {
-    pinned: &'a BTreeMap<String, String>,
+pub struct SweepConfigs<'a> {
+    /// The texts pinned, by the path they were read at.
+    pub pinned: &'a BTreeMap<String, String>,
     /// The configs read so far while preparing; `None` once prepared (running, merging).
-    reading: Option<&'a Mutex<BTreeMap<String, String>>>,
+    pub reading: Option<&'a Mutex<BTreeMap<String, String>>>,
 }
 
 impl ConfigSource for SweepConfigs<'_> {
@@ -629,6 +630,12 @@ impl SweepSpec {
             })
             .collect::<Result<Vec<_>, _>>()?;
         let base = self.load(None, reading).map_err(SweepError::Scenario)?;
+        if let Some(key) = base.uncertain.keys().next() {
+            return Err(definition(format!(
+                "{}: the scenario's [uncertain] inputs ({key}, ...) are drawn by replications, which a sweep does not run: sweep them as --grid keys, or use run --replications or map",
+                self.scenario_path
+            )));
+        }
         let services = service_names(&base);
         let sizes = tuned_sizes(&base, &self.policy);
         let shapes = shapes_of(&sizes);

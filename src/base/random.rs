@@ -68,6 +68,9 @@ pub enum Purpose {
     CallerControl = 11,
     /// When a Markov-modulated arrival process changes state.
     ArrivalPhases = 12,
+    /// The Latin hypercube of a scenario's uncertain inputs: one stream per input (its index
+    /// as the owner of [`Stream::owned`]), its strata's permutation then its offsets.
+    UncertainInputs = 13,
 }
 
 /// What a draw addressed by its request is for; the discriminant is part of the counter.

@@ -174,14 +174,15 @@ checked_float!(
     |x| x >= 0.0 && x.is_finite()
 );
 
-/// The endings of the folders a sweep of a scenario writes beside the scenario's own
-/// (`tuning-sweep/`, `tuning-shards/` for `tuning`), which a scenario's name may not have: a
-/// scenario named `tuning-shards` would run into the folder of `tuning`'s shards, and its next
-/// run would replace them.
-pub const SWEEP_FOLDER_SUFFIXES: [&str; 2] = ["-sweep", "-shards"];
+/// The endings of the folders a sweep, a map or merged replications of a scenario write beside
+/// the scenario's own (`tuning-sweep/`, `tuning-shards/`, `tuning-map/`, `tuning-risk/` for
+/// `tuning`; their shards' folders end in `-shards` too), which a scenario's name may not
+/// have: a scenario named `tuning-shards` would run into the folder of `tuning`'s shards, and
+/// its next run would replace them.
+pub const STUDY_FOLDER_SUFFIXES: [&str; 4] = ["-sweep", "-shards", "-map", "-risk"];
 
 /// A name that can be a folder name: 1 to 100 letters, digits, `-`, `_` or `.`, not starting
-/// with `.`, and not ending in one of [`SWEEP_FOLDER_SUFFIXES`].
+/// with `.`, and not ending in one of [`STUDY_FOLDER_SUFFIXES`].
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(transparent)]
 pub struct Name(String);
@@ -206,12 +207,12 @@ impl Name {
                 "{text:?} is not a valid name; use 1 to 100 letters, digits, '-', '_' or '.', not starting with '.' (it names the output folder)"
             ))
         }
-        .and_then(|name| match SWEEP_FOLDER_SUFFIXES
+        .and_then(|name| match STUDY_FOLDER_SUFFIXES
             .iter()
             .find(|suffix| text.ends_with(*suffix))
         {
             Some(suffix) => Err(format!(
-                "{text:?} ends in {suffix:?}, which names the folders a sweep writes (a sweep of {:?} writes {0}-sweep/ and {0}-shards/ beside {0}/), so its results would share them; choose a name that does not end in -sweep or -shards",
+                "{text:?} ends in {suffix:?}, which names the folders a sweep, a map and replications write (for {:?}: {0}-sweep/, {0}-shards/, {0}-map/, {0}-map-shards/, {0}-risk/ and {0}-risk-shards/ beside {0}/), so its results would share them; choose a name that does not end in -sweep, -shards, -map or -risk",
                 &text[..text.len() - suffix.len()]
             )),
             None => Ok(name),

@@ -24,6 +24,9 @@ use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
 use retrystorm::run::cost::{Estimate, memory_limit};
 use retrystorm::run::{ScenarioRun, run_scenario};
 use retrystorm::scenario::{Override, Scenario, longest_operation};
+use retrystorm::sweep::Shard;
+
+use super::study::replications_of;
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
@@ -61,6 +64,15 @@ pub struct RunArgs {
     /// exits 3, after writing every result).
     #[arg(long)]
     no_fail_on_claims: bool,
+    /// Also run every policy on N seeds (the scenario's [risk] replications, set): the
+    /// probabilities of never recovering, of a duplicate write and of each claim, with exact
+    /// intervals, and policies compared paired by seed (risk.html, risk.csv).
+    #[arg(long, value_name = "N")]
+    replications: Option<u32>,
+    /// With replications: run only shard K of N of them (the replications r with r % N == K),
+    /// and write only their rows, for `retrystorm merge`.
+    #[arg(long, value_name = "K/N")]
+    shard: Option<Shard>,
 }
 
 /// The exit code of a run whose results are all written but where a claim of some scenario's
@@ -150,6 +162,12 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             ..Override::set("seed", &seed.to_string())
         });
     }
+    if let Some(replications) = args.replications {
+        overrides.push(Override {
+            flag: "--replications",
+            ..Override::set("risk.replications", &replications.to_string())
+        });
+    }
     let mut scenarios: Vec<Scenario> = Vec::new();
     for path in &args.scenarios {
         match load(path, &overrides) {
@@ -186,9 +204,36 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
+    for (scenario, path) in scenarios.iter().zip(&args.scenarios) {
+        let unreplicated = if !scenario.uncertain.is_empty() && scenario.risk.is_none() {
+            Some("its [uncertain] inputs are drawn once per replication")
+        } else if args.shard.is_some() && scenario.risk.is_none() {
+            Some("--shard splits the replications")
+        } else {
+            None
+        };
+        if let Some(why) = unreplicated {
+            super::report(format_args!(
+                "{}: {why}, and it has none: add [risk] replications = 100, or run it with --replications 100",
+                path.display()
+            ));
+            return Ok(ExitCode::FAILURE);
+        }
+    }
     let mut failed_claims = 0;
-    for scenario in &scenarios {
-        failed_claims += run_one(scenario, args, mode)?;
+    for (scenario, path) in scenarios.iter().zip(&args.scenarios) {
+        if let (Some(shard), Some(risk)) = (args.shard, &scenario.risk) {
+            let replications = risk.get_ref().replications.get() as u32;
+            match replications_of(path, &overrides, replications, shard, args.no_cost_limit)? {
+                Some(replicated) => replicated.write_shard(&args.out)?,
+                None => return Ok(ExitCode::FAILURE),
+            };
+            continue;
+        }
+        match run_one(scenario, path, &overrides, args, mode)? {
+            Some(failed) => failed_claims += failed,
+            None => return Ok(ExitCode::FAILURE),
+        }
     }
     if failed_claims > 0 && !args.no_fail_on_claims {
         super::report(format_args!(
@@ -224,10 +269,17 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
     }
 }
 
-/// Runs one scenario and writes its folder as a whole: into a staging folder, put in place of
-/// the earlier result only when every file is written. Returns how many of its claims did not
-/// hold.
-fn run_one(scenario: &Scenario, args: &RunArgs, mode: Mode) -> io::Result<usize> {
+/// Runs one scenario (and its replications, with `[risk]`) and writes its folder as a whole:
+/// into a staging folder, put in place of the earlier result only when every file is written.
+/// Returns how many of its claims did not hold; `None` if its replications did not run
+/// (reported).
+fn run_one(
+    scenario: &Scenario,
+    path: &Path,
+    overrides: &[Override],
+    args: &RunArgs,
+    mode: Mode,
+) -> io::Result<Option<usize>> {
     let staged = StagedFolder::create(&args.out.join(scenario.name.as_str()), "summary.json")?;
     let folder = staged.path();
     let progress = Progress::start(scenario, mode);
@@ -283,13 +335,44 @@ fn run_one(scenario: &Scenario, args: &RunArgs, mode: Mode) -> io::Result<usize>
         ))
     })?;
     staged.write("report.html", &page)?;
+    let replicated = match &scenario.risk {
+        Some(risk) => {
+            let replications = risk.get_ref().replications.get() as u32;
+            match replications_of(
+                path,
+                overrides,
+                replications,
+                Shard::WHOLE,
+                args.no_cost_limit,
+            )? {
+                Some(replicated) => {
+                    let (files, text, failed) = replicated.files(&formats)?;
+                    for (name, bytes) in &files {
+                        staged.write(name, bytes)?;
+                    }
+                    Some((text, failed))
+                }
+                None => return Ok(None),
+            }
+        }
+        None => None,
+    };
     let target = staged.target().to_path_buf();
     commit(staged)?;
-    let failed_claims = print_table(&run, &target, &formats)?;
+    let mut failed_claims = print_table(&run, &target, &formats)?;
+    if let Some((text, failed)) = replicated {
+        write!(io::stdout(), "{text}")?;
+        writeln!(
+            io::stdout(),
+            "  risk report: {}",
+            target.join("risk.html").display()
+        )?;
+        failed_claims += failed;
+    }
     if args.stats {
         print_stats(&run, wall)?;
     }
-    Ok(failed_claims)
+    Ok(Some(failed_claims))
 }
 
 /// Draws every chart in every format (each once; none for no formats), in parallel.

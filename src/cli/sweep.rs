@@ -59,10 +59,10 @@ pub struct SweepArgs {
     /// Run only shard K of N (K from 0): the points p with p % N == K.
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
-    /// Chart formats (heatmaps, Pareto front), comma-separated: png, svg.
+    /// Chart formats (heatmaps, Pareto front, map, ECDFs), comma-separated: png, svg.
     #[arg(long, value_delimiter = ',', default_value = "png,svg")]
     format: Vec<Format>,
-    /// Do not draw the heatmaps or the Pareto front.
+    /// Do not draw the charts (the HTML reports still embed theirs).
     #[arg(long)]
     no_charts: bool,
     /// Report wall time and simulations per second.
@@ -75,16 +75,16 @@ pub struct SweepArgs {
 
 #[derive(Debug, Args)]
 pub struct MergeArgs {
-    /// The shards' output folders (each with results.csv, sweep.json and shard.json).
+    /// The shards' output folders: a sweep's (results.csv, sweep.json, shard.json), a map's (map-runs.csv, study.json, shard.json) or replications' (replications.csv, study.json, shard.json).
     #[arg(required = true, value_name = "DIR")]
     folders: Vec<PathBuf>,
-    /// Folder for results: the merged sweep writes to OUT/<name>-sweep/.
+    /// Folder for results: a merged sweep writes to OUT/<name>-sweep/, a map to OUT/<name>-map/, replications to OUT/<name>-risk/.
     #[arg(long, value_name = "OUT", default_value = "output")]
     out: PathBuf,
-    /// Chart formats (heatmaps, Pareto front), comma-separated: png, svg.
+    /// Chart formats (heatmaps, Pareto front, map, ECDFs), comma-separated: png, svg.
     #[arg(long, value_delimiter = ',', default_value = "png,svg")]
     format: Vec<Format>,
-    /// Do not draw the heatmaps or the Pareto front.
+    /// Do not draw the charts (the HTML reports still embed theirs).
     #[arg(long)]
     no_charts: bool,
 }
@@ -209,6 +209,17 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
 /// Combines shard folders into the files of a whole sweep.
 pub fn merge_shards(args: &MergeArgs) -> io::Result<ExitCode> {
     let folders: Vec<&Path> = args.folders.iter().map(PathBuf::as_path).collect();
+    // A map's or replications' shards hold study.json where a sweep's hold sweep.json.
+    if folders
+        .first()
+        .is_some_and(|folder| folder.join("study.json").is_file())
+    {
+        return super::study::merge_study(
+            &folders,
+            &args.out,
+            &super::study::formats(&args.format, args.no_charts),
+        );
+    }
     let (spec, rows) = match merge(&folders) {
         Ok(merged) => merged,
         Err(error) => return fail(error),

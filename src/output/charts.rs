@@ -15,6 +15,8 @@
 //! bottom of the plot, one row per policy; units on every axis; legends in a strip of their
 //! own above the plot, so they never cover data.
 
+pub mod ecdf;
+pub mod phase_map;
 mod svg_text;
 
 pub(crate) use svg_text::{outline_text, text_width};
@@ -65,6 +67,37 @@ pub(crate) const FONT: &str = "sans-serif";
 /// The colour of the policy at `index`.
 pub fn policy_colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
+}
+
+/// Viridis (ordered, colour-blind safe, readable in greyscale) from purple at 0 to yellow at 1,
+/// sampled at nine stops; NaN is purple.
+pub(crate) fn viridis(t: f64) -> RGBColor {
+    ramp(
+        &[
+            (68, 1, 84),
+            (71, 44, 122),
+            (59, 81, 139),
+            (44, 113, 142),
+            (33, 144, 141),
+            (39, 173, 129),
+            (92, 200, 99),
+            (170, 220, 50),
+            (253, 231, 37),
+        ],
+        t,
+    )
+}
+
+/// The colour at `t` (0 to 1, clamped; NaN as 0) of a scale through equally spaced `stops`
+/// (at least two), interpolated linearly.
+pub(crate) fn ramp(stops: &[(u8, u8, u8)], t: f64) -> RGBColor {
+    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) } * (stops.len() - 1) as f64;
+    let low = (t.floor() as usize).min(stops.len() - 2);
+    let fraction = t - low as f64;
+    let mix =
+        |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * fraction).round() as u8;
+    let (a, b) = (stops[low], stops[low + 1]);
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
 /// An image format.
@@ -2123,6 +2156,15 @@ impl Panel {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn viridis_runs_from_purple_to_yellow() {
+        assert_eq!(viridis(0.0), RGBColor(68, 1, 84));
+        assert_eq!(viridis(1.0), RGBColor(253, 231, 37));
+        assert_eq!(viridis(f64::NAN), RGBColor(68, 1, 84));
+        // Halfway between the fifth stop and the sixth, rounded.
+        assert_eq!(viridis(0.5625), RGBColor(36, 159, 135));
+    }
 
     #[test]
     fn formats_parse() {

@@ -61,7 +61,7 @@ pre { background: #f6f6f6; padding: 0.5em 1em; white-space: pre-wrap; overflow-w
 "#;
 
 /// The start of a page titled `title`, up to its `<body>`.
-fn page_head(page: &mut String, title: &str) {
+pub(crate) fn page_head(page: &mut String, title: &str) {
     let _ = write!(
         page,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n<title>{title}</title>\n<style>\n{STYLE}</style>\n</head>\n<body>\n"

@@ -18,6 +18,7 @@ use super::{
     Problem, RejectionCost, Scenario, Service, Workload, span_of,
 };
 use crate::base::capacity::CapacityCurve;
+use crate::base::stats::{clopper_pearson, fewest_trials_above};
 use crate::base::time::Duration;
 use crate::vocabulary::metric::{NamedMetric, ServiceShape, check_name};
 
@@ -93,7 +94,140 @@ pub(super) fn validate(scenario: &Scenario) -> Result<(), Problem> {
     validate_time_advances(scenario)?;
     validate_drain(scenario, bucket_span)?;
     validate_incident(scenario)?;
-    validate_claims(scenario)
+    validate_claims(scenario)?;
+    validate_risk(scenario)
+}
+
+/// `[uncertain]` inputs have valid parameters, a claim with a `probability` has enough
+/// replications to be shown, and `[map]` has two axes that read and claims about its policies.
+fn validate_risk(scenario: &Scenario) -> Result<(), Problem> {
+    for (key, input) in &scenario.uncertain {
+        input
+            .get_ref()
+            .check()
+            .map_err(|message| (input.span(), format!("[uncertain] {key:?}: {message}")))?;
+    }
+    for spanned in &scenario.expect {
+        let Some(probability) = spanned.get_ref().probability else {
+            continue;
+        };
+        if scenario.risk.is_none() {
+            return Err((
+                spanned.span(),
+                "a claim with a probability is judged over replications, and the scenario has none: add [risk] replications = 100 (or run it with --replications 100)".into(),
+            ));
+        }
+        if !(probability.get() > 0.0 && probability.get() < 1.0) {
+            return Err((
+                spanned.span(),
+                "probability must be above 0 and below 1: no number of runs shows that a claim holds every time".into(),
+            ));
+        }
+        let replications = scenario
+            .risk
+            .as_ref()
+            .map_or(0, |risk| risk.get_ref().replications.get());
+        let needed = fewest_trials_above(probability.get(), 0.95);
+        if replications < needed {
+            return Err((
+                spanned.span(),
+                format!(
+                    "probability {} cannot be shown with {replications} replications: even {replications} of {replications} holding gives a 95% lower bound of {:.1}%, not above it; use at least {needed} ([risk] replications or --replications){}",
+                    probability.get(),
+                    100.0 * clopper_pearson(replications, replications, 0.95).0,
+                    if needed > super::risk::MAX_REPLICATIONS {
+                        format!(
+                            ", more than the {} a study may run: ask for a lower probability",
+                            super::risk::MAX_REPLICATIONS
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            ));
+        }
+    }
+    let Some(map) = &scenario.map else {
+        return Ok(());
+    };
+    let (map, map_span) = (map.get_ref(), map.span());
+    for axis in [&map.x, &map.y] {
+        axis.get_ref()
+            .parse::<super::risk::MapAxis>()
+            .map_err(|message| (axis.span(), format!("[map]: {message}")))?;
+    }
+    if let Some(least) = map.min_replications
+        && least > map.replications
+    {
+        return Err((
+            map_span,
+            format!(
+                "[map] min_replications ({}) must be at most replications ({})",
+                least.get(),
+                map.replications.get()
+            ),
+        ));
+    }
+    let names: Vec<&str> = scenario
+        .policy
+        .iter()
+        .map(|policy| policy.name.get_ref().as_str())
+        .collect();
+    for spanned in &map.expect {
+        let (claim, span) = (spanned.get_ref(), spanned.span());
+        for name in std::iter::once(&claim.policy).chain(&claim.better_than) {
+            if !names.contains(&name.as_str()) {
+                return Err((
+                    span,
+                    format!(
+                        "a map claim names policy {name:?}, which the scenario does not have; its policies are {}",
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        if !super::risk::MAP_METRICS
+            .iter()
+            .any(|(metric, _)| *metric == claim.metric)
+        {
+            let valid: Vec<&str> = super::risk::MAP_METRICS
+                .iter()
+                .map(|(name, _)| *name)
+                .collect();
+            return Err((
+                span,
+                format!(
+                    "`{}` is not a metric of a map; valid: {}",
+                    claim.metric,
+                    valid.join(", ")
+                ),
+            ));
+        }
+        let comparisons = [
+            claim.better_than.is_some(),
+            claim.at_least.is_some(),
+            claim.at_most.is_some(),
+        ];
+        if comparisons.iter().filter(|given| **given).count() != 1 {
+            return Err((
+                span,
+                "a map claim needs exactly one of better_than = \"<policy>\", at_least = <share> and at_most = <share>".into(),
+            ));
+        }
+        if claim.margin.is_some() && claim.better_than.is_none() {
+            return Err((span, "margin goes with better_than".into()));
+        }
+        if claim.better_than.as_ref() == Some(&claim.policy) {
+            return Err((span, "a policy cannot beat itself".into()));
+        }
+    }
+    if !has_incident(scenario) {
+        return Err((
+            map_span,
+            "a map measures whether the system recovers from the incident, and the scenario has none; declare one in [incident] (a load spike: from = \"clients.load\")".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The longest a `policy`'s operation can live, in microseconds. A deadline bounds an

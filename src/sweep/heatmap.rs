@@ -14,7 +14,9 @@ use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 use super::SweepSpec;
-use crate::output::charts::{ChartError, FONT, Format, Picture, chart_error, render_picture};
+use crate::output::charts::{
+    ChartError, FONT, Format, Picture, chart_error, render_picture, viridis,
+};
 use crate::vocabulary::metric::{Better, NamedMetric};
 
 /// Size of a heatmap sheet, in pixels.
@@ -116,28 +118,6 @@ impl HeatmapData {
             Better::Higher | Better::Neither => share,
         }
     }
-}
-
-/// Viridis, sampled at nine stops and interpolated linearly.
-fn viridis(t: f64) -> RGBColor {
-    const STOPS: [(u8, u8, u8); 9] = [
-        (68, 1, 84),
-        (71, 44, 122),
-        (59, 81, 139),
-        (44, 113, 142),
-        (33, 144, 141),
-        (39, 173, 129),
-        (92, 200, 99),
-        (170, 220, 50),
-        (253, 231, 37),
-    ];
-    let t = if t.is_nan() { 0.0 } else { t.clamp(0.0, 1.0) } * (STOPS.len() - 1) as f64;
-    let low = (t.floor() as usize).min(STOPS.len() - 2);
-    let fraction = t - low as f64;
-    let mix =
-        |a: u8, b: u8| (f64::from(a) + (f64::from(b) - f64::from(a)) * fraction).round() as u8;
-    let (a, b) = (STOPS[low], STOPS[low + 1]);
-    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
 }
 
 /// A mean as a cell (or an axis) shows it: short, `never`, `n/a`.
@@ -456,13 +436,6 @@ fn draw_legend<DB: DrawingBackend>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn viridis_runs_from_purple_to_yellow() {
-        assert_eq!(viridis(0.0), RGBColor(68, 1, 84));
-        assert_eq!(viridis(1.0), RGBColor(253, 231, 37));
-        assert_eq!(viridis(f64::NAN), RGBColor(68, 1, 84));
-    }
 
     /// Yellow (1) is the better end whichever way the metric is better: the lowest latency,
     /// the highest success; a metric with no better direction keeps viridis as it is, and a

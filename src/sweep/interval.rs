@@ -35,6 +35,7 @@
 //! Whatever the method, the seeds vary the randomness of one scenario only, never its
 //! assumptions: see the recommendation's statement on seeds.
 
+use crate::base::stats;
 use crate::vocabulary::metric::{Better, Domain, NamedMetric, Unit};
 
 /// How a metric's interval is made; see the module's table.
@@ -109,14 +110,21 @@ impl Interval {
     }
 }
 
-/// Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom.
+/// Two-sided 95% quantiles of Student's t for 1 to 30 degrees of freedom, as the standard
+/// tables print them, to three decimals.
+///
+/// They are pinned, not computed by [`stats::t_quantile`] (which is exact), because every
+/// sweep's intervals were made with them: the exact quantiles differ in the fourth decimal
+/// (12.7062 for 12.706) and would change the bytes of every sweep's output. The tests check
+/// that each is the exact quantile rounded, and the normal quantile below likewise.
 const T_975: [f64; 30] = [
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
     2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
     2.052, 2.048, 2.045, 2.042,
 ];
 
-/// The 97.5% quantile of the standard normal distribution.
+/// The 97.5% quantile of the standard normal distribution, to six decimals (pinned like
+/// [`T_975`]).
 const Z_975: f64 = 1.959_964;
 
 /// The 97.5% quantile of Student's t with `df` degrees of freedom; beyond the table, the
@@ -143,42 +151,20 @@ pub fn mean_and_interval(values: &[f64]) -> (f64, f64) {
     if values.iter().any(|value| value.is_infinite()) {
         return (f64::INFINITY, f64::NAN);
     }
-    let n = values.len();
-    if n == 0 {
-        return (f64::NAN, f64::NAN);
-    }
-    let mean = values.iter().sum::<f64>() / n as f64;
-    if n < 2 {
-        return (mean, f64::NAN);
-    }
-    let variance = values
-        .iter()
-        .map(|value| (value - mean).powi(2))
-        .sum::<f64>()
-        / (n - 1) as f64;
-    (mean, t_quantile(n - 1) * (variance / n as f64).sqrt())
+    let (mean, standard_error) = stats::mean_and_standard_error(values);
+    (
+        mean,
+        t_quantile(values.len().saturating_sub(1)) * standard_error,
+    )
 }
 
-/// The 95% Wilson score interval of `successes` of `trials` (Wilson 1927): closed form, and
-/// never [p, p] at 0 or at `trials` as the normal approximation is. For 0 of n it is
-/// [0, z² / (n + z²)], 3.84 / n for large n, a little wider than Clopper-Pearson's exact
-/// 1 - 0.025^(1/n) (3.69 / n). `None` without trials.
+/// The 95% Wilson score interval of `successes` of `trials` (Wilson 1927;
+/// [`stats::wilson_score`] with the pinned [`Z_975`]): closed form, and never [p, p] at 0 or
+/// at `trials` as the normal approximation is. For 0 of n it is [0, z² / (n + z²)], 3.84 / n
+/// for large n, a little wider than Clopper-Pearson's exact 1 - 0.025^(1/n) (3.69 / n).
+/// `None` without trials.
 pub fn wilson(successes: f64, trials: f64) -> Option<(f64, f64)> {
-    if trials <= 0.0 {
-        return None;
-    }
-    let (p, z2) = (successes / trials, Z_975 * Z_975);
-    let denominator = 1.0 + z2 / trials;
-    let center = (p + z2 / (2.0 * trials)) / denominator;
-    let half = Z_975 * (p * (1.0 - p) / trials + z2 / (4.0 * trials * trials)).sqrt() / denominator;
-    // At the ends the bound is exactly 0 or 1; the formula would leave a rounding error there.
-    let low = if successes <= 0.0 { 0.0 } else { center - half };
-    let high = if successes >= trials {
-        1.0
-    } else {
-        center + half
-    };
-    Some((low.max(0.0), high.min(1.0)))
+    (trials > 0.0).then(|| stats::wilson_score(successes, trials, Z_975))
 }
 
 /// `ln(n!)`: summed below 20, Stirling's series from there (its error is below
@@ -416,6 +402,23 @@ mod tests {
         // Tabulated: t(0.975; 31) = 2.0395, t(0.975; 120) = 1.9799.
         assert!((t_quantile(31) - 2.0395).abs() < 0.0002);
         assert!((t_quantile(120) - 1.9799).abs() < 0.0002);
+    }
+
+    /// The pinned quantiles are the exact ones ([`stats::t_quantile`],
+    /// [`stats::normal_quantile`]) rounded as printed: each table entry to three decimals,
+    /// `Z_975` to six; and beyond the table the series stays within 0.01% of the exact.
+    #[test]
+    fn pinned_quantiles_are_the_exact_ones_rounded() {
+        for (df, &pinned) in (1..).zip(T_975.iter()) {
+            let exact = stats::t_quantile(df, 0.95);
+            assert_eq!(pinned, (exact * 1e3).round() / 1e3, "df {df}: {exact}");
+        }
+        let z = stats::normal_quantile(0.975);
+        assert_eq!(Z_975, (z * 1e6).round() / 1e6);
+        for df in [31, 50, 100, 1_000, 100_000] {
+            let exact = stats::t_quantile(df as u64, 0.95);
+            assert!((t_quantile(df) / exact - 1.0).abs() < 1e-4, "df {df}");
+        }
     }
 
     /// Each metric gets the method the module's table gives it, and every share of the run's

@@ -402,3 +402,225 @@ fn a_fleet_gets_a_section_of_the_load_chart() {
     assert!(!svg.contains(r##"aria-label="#0""##));
     assert_eq!(bands(&svg), 5);
 }
+
+mod replications {
+    //! The charts of replicated runs, drawn from hand-made data: the phase map and the ECDF.
+
+    use retrystorm::output::charts::Format;
+    use retrystorm::output::charts::ecdf::{EcdfChart, EcdfSeries, render_ecdf};
+    use retrystorm::output::charts::phase_map::{
+        MapAxis, PhaseCell, PhaseMap, PhasePanel, phase_map_size, render_phase_map,
+    };
+
+    /// Width and height of a PNG.
+    fn png_size(bytes: &[u8]) -> (u32, u32) {
+        let reader = png::Decoder::new(std::io::Cursor::new(bytes))
+            .read_info()
+            .expect("a valid PNG");
+        (reader.info().width, reader.info().height)
+    }
+
+    /// Draws in both formats, twice each: the same bytes both times, a PNG of `size`, an SVG
+    /// whose text is all outlines (no `<text>`, every label an `aria-label`) holding each of
+    /// `labels`.
+    fn check(render: impl Fn(Format) -> Vec<u8>, size: (u32, u32), labels: &[String]) {
+        for format in [Format::Png, Format::Svg] {
+            let bytes = render(format);
+            assert!(bytes == render(format), "{format} differs between renders");
+            if format == Format::Png {
+                assert_eq!(png_size(&bytes), size);
+                continue;
+            }
+            let svg = String::from_utf8(bytes).unwrap();
+            assert!(svg.starts_with("<svg") && !svg.contains("<text"));
+            for label in labels {
+                let escaped = label.replace('&', "&amp;").replace('"', "&quot;");
+                assert!(
+                    svg.contains(&format!(r#"aria-label="{escaped}""#)),
+                    "no {label:?}"
+                );
+            }
+        }
+    }
+
+    fn axis(key: &str, count: usize) -> MapAxis {
+        MapAxis {
+            key: key.into(),
+            labels: (1..=count).map(|value| format!("{}", value * 50)).collect(),
+        }
+    }
+
+    /// A map of `x` by `y` cells per policy; cell (x, y) of panel `panel` has `runs(x, y)`
+    /// runs, of which `recovered(panel, x, y, runs)` recovered.
+    fn map(
+        (x, y): (usize, usize),
+        policies: &[&str],
+        cell: impl Fn(usize, usize, usize) -> (u32, u32),
+    ) -> PhaseMap {
+        PhaseMap {
+            title: "thundering-herd: where the service recovers".into(),
+            subtitle: "share of replications recovered by the end, per cell".into(),
+            x: axis("clients.count", x),
+            y: axis("incident.duration_ms", y),
+            panels: policies
+                .iter()
+                .enumerate()
+                .map(|(index, policy)| PhasePanel {
+                    policy: policy.to_string(),
+                    cells: (0..x * y)
+                        .map(|at| {
+                            let (runs, recovered) = cell(index, at % x, at / x);
+                            PhaseCell {
+                                runs,
+                                recovered,
+                                median_recovery_s: None,
+                            }
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// A 20 x 20 map of three policies, each recovering below a diagonal that moves out with
+    /// the policy, more runs near it (as adaptive refinement gives); a 1 x 1 map; a map with
+    /// cells without runs. Each names its policies, its keys and the colour bar, and says what
+    /// grey means where some cell has no runs.
+    #[test]
+    fn phase_maps_are_drawn() {
+        let policies = ["no jitter", "full jitter", "retry budget"];
+        let diagonal = map((20, 20), &policies, |panel, x, y| {
+            let distance = (x + y) as i64 - 16 - 6 * panel as i64;
+            let runs = if distance.abs() <= 2 { 40 } else { 10 };
+            let recovered = (runs as i64 / 2 - distance * runs as i64 / 6).clamp(0, runs as i64);
+            (runs, recovered as u32)
+        });
+        let one = map((1, 1), &["only"], |_, _, _| (7, 3));
+        let holes = map((4, 3), &policies[..2], |panel, x, y| {
+            if (x + y + panel) % 3 == 0 {
+                (0, 0)
+            } else {
+                (8, (x * 2 + panel) as u32)
+            }
+        });
+        for (map, grey) in [(diagonal, false), (one, false), (holes, true)] {
+            let mut labels: Vec<String> = map.panels.iter().map(|p| p.policy.clone()).collect();
+            labels.extend([
+                map.title.clone(),
+                map.subtitle.clone(),
+                map.x.key.clone(),
+                map.y.key.clone(),
+                "probability of recovering".into(),
+            ]);
+            if grey {
+                labels.push("n/a: no runs".into());
+            }
+            check(
+                |format| render_phase_map(&map, format).unwrap(),
+                phase_map_size(map.panels.len()),
+                &labels,
+            );
+        }
+        assert_eq!(phase_map_size(3).0, 1600);
+        assert!(
+            phase_map_size(4).1 > phase_map_size(3).1,
+            "four panels wrap to two rows"
+        );
+    }
+
+    /// Cells that do not fill the axes, or an axis without values, are an error naming the
+    /// policy and the axes, not a panic.
+    #[test]
+    fn a_phase_map_that_does_not_fit_its_axes_is_an_error() {
+        let mut short = map((3, 2), &["jitter"], |_, _, _| (4, 2));
+        short.panels[0].cells.pop();
+        let error = render_phase_map(&short, Format::Png)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            error.contains(r#"of "jitter" has 5 cells, not 6 (3 values of clients.count by 2 of incident.duration_ms)"#),
+            "{error}"
+        );
+        let empty = map((0, 2), &["jitter"], |_, _, _| (4, 2));
+        let error = render_phase_map(&empty, Format::Svg)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("needs values on both axes"), "{error}");
+    }
+
+    fn series(policy: &str, values: Vec<f64>, never: usize) -> EcdfSeries {
+        // The DKW half-width at 95% for these runs: sqrt(ln(2 / 0.05) / (2 n)).
+        let runs = (values.len() + never).max(1) as f64;
+        EcdfSeries {
+            policy: policy.into(),
+            values,
+            never,
+            band: ((2.0f64 / 0.05).ln() / (2.0 * runs)).sqrt(),
+        }
+    }
+
+    /// Several policies (one with runs that never recovered), one that never recovered at
+    /// all, one of a single run, and one of equal values each draw, with the legend saying
+    /// how many runs and how many never; a chart of only all-equal values, and one of only
+    /// "never", draw too.
+    #[test]
+    fn ecdfs_are_drawn() {
+        let spread = |n: usize, scale: f64| {
+            (0..n)
+                .map(|i| scale * (1.0 + (i * i % 37) as f64))
+                .collect()
+        };
+        let chart = EcdfChart {
+            title: "thundering-herd: time to recover over 100 replications".into(),
+            x_label: "recovery (s)".into(),
+            series: vec![
+                series("no jitter", spread(88, 0.3), 12),
+                series("full jitter", spread(100, 0.1), 0),
+                series("retry budget", vec![], 100),
+                series("one run", vec![2.5], 0),
+                series("equal", vec![4.0; 20], 0),
+            ],
+            note: "bands: 95% DKW confidence bands of each curve".into(),
+        };
+        check(
+            |format| render_ecdf(&chart, format).unwrap(),
+            retrystorm::output::charts::CHART_SIZE,
+            &[
+                chart.title.clone(),
+                chart.note.clone(),
+                "recovery (s)".into(),
+                "share of runs at or below".into(),
+                "no jitter (n = 100; 12 of 100 never)".into(),
+                "full jitter (n = 100)".into(),
+                "retry budget: never recovered in all 100 runs".into(),
+                "one run (n = 1)".into(),
+                "equal (n = 20)".into(),
+            ],
+        );
+        for only in [
+            vec![series("equal", vec![0.0; 5], 0)],
+            vec![series("down", vec![], 3)],
+            vec![series("none", vec![], 0)],
+            vec![],
+        ] {
+            let chart = EcdfChart {
+                series: only,
+                ..chart.clone()
+            };
+            check(
+                |format| render_ecdf(&chart, format).unwrap(),
+                retrystorm::output::charts::CHART_SIZE,
+                &[],
+            );
+        }
+        let infinite = EcdfChart {
+            series: vec![series("bad", vec![1.0, f64::INFINITY], 0)],
+            ..chart
+        };
+        let error = render_ecdf(&infinite, Format::Png).unwrap_err().to_string();
+        assert!(
+            error.contains(r#"the outcomes of "bad" hold inf"#),
+            "{error}"
+        );
+    }
+}

@@ -65,6 +65,49 @@ fn committed_examples_are_current() {
     }
 }
 
+/// A bundled scenario with a `[map]` keeps its map in `output/<name>-map/` (the gallery shows
+/// it), and `retrystorm map` draws the same one today, byte for byte.
+#[test]
+fn committed_maps_are_current() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("example-maps");
+    let _ = std::fs::remove_dir_all(&out);
+    let mut maps = 0;
+    for scenario in bundled_scenario_paths() {
+        if load(&scenario, &[]).unwrap().map.is_none() {
+            continue;
+        }
+        maps += 1;
+        // study.json keeps the path as given: the one the regenerating command uses.
+        let relative = Path::new("scenarios").join(scenario.file_name().unwrap());
+        let output = Command::new(env!("CARGO_BIN_EXE_retrystorm"))
+            .current_dir(root)
+            .arg("map")
+            .arg(&relative)
+            .args(["--no-charts", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let name = format!("{}-map", scenario.file_stem().unwrap().to_string_lossy());
+        for file in ["map.csv", "map-runs.csv", "study.json", "map.html"] {
+            let fresh = std::fs::read(out.join(&name).join(file)).unwrap();
+            let committed = std::fs::read(root.join("output").join(&name).join(file))
+                .unwrap_or_else(|_| panic!("output/{name}/{file} is not committed"));
+            assert!(
+                fresh == committed,
+                "output/{name}/{file} is stale: regenerate it with `cargo run --release -- map {}`",
+                relative.display()
+            );
+        }
+    }
+    assert!(maps > 0, "no bundled scenario has a [map]");
+}
+
 /// Each policy's events, as `--stats` counted them, lie between the estimate's fewest (every
 /// operation ended as cheaply as it can be, for the fewest arrivals the draws can bring) and
 /// most (every send allowed, each with every event a request can cause, for the most

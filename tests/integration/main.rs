@@ -28,6 +28,7 @@ mod overload;
 mod queueing;
 mod reports;
 mod retry_probability;
+mod risk;
 mod run_command;
 mod scalability;
 mod scenario_errors;

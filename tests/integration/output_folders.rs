@@ -232,23 +232,30 @@ fn a_sweep_replaces_its_folder_and_shards_write_beside_it() {
 
 /// A scenario named `tuning-shards` would run into the folder that holds `tuning`'s shards,
 /// and its next run would replace them (issue 23); one named `tuning-sweep` would share the
-/// sweep's folder. Names ending in `-shards` or `-sweep` are refused where the name is written,
-/// saying which folders they would share; `tuning` itself and a name merely containing the
-/// word are fine.
+/// sweep's folder, and `tuning-map` or `tuning-risk` the folders of its map and merged
+/// replications. Names with those endings are refused where the name is written, saying which
+/// folders they would share; `tuning` itself and a name merely containing the word are fine.
 #[test]
 fn a_scenario_name_cannot_be_a_sweeps_folder() {
     let base = "duration = \"1s\"\n[clients]\ncount = 1\nrate = 1.0\n[upstream]\nworkers = 1\nservice_time = \"1ms\"\n";
-    for name in ["tuning-shards", "tuning-sweep"] {
+    for name in ["tuning-shards", "tuning-sweep", "tuning-map", "tuning-risk"] {
         let text = format!("name = \"{name}\"\n{base}");
         let error = retrystorm::import::load_str(&text, "s.toml", &[])
             .unwrap_err()
             .to_string();
         assert!(
-            error.starts_with("s.toml:1:8: ") && error.contains("tuning-sweep/ and tuning-shards/"),
+            error.starts_with("s.toml:1:8: ")
+                && error.contains("tuning-sweep/, tuning-shards/, tuning-map/"),
             "{error}"
         );
     }
-    for name in ["tuning", "shards-of-tuning", "sweeper"] {
+    for name in [
+        "tuning",
+        "shards-of-tuning",
+        "sweeper",
+        "map-of-tuning",
+        "risky",
+    ] {
         retrystorm::import::load_str(&format!("name = \"{name}\"\n{base}"), "s.toml", &[]).unwrap();
     }
 }
