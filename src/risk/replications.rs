@@ -396,7 +396,14 @@ fn ecdf_charts(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<(&'static str
             title: format!("{}: {title} over {} runs", prepared.name, prepared.seeds.len()),
             x_label: x_label.to_string(),
             series,
-            note: "bands: 95% DKW (Massart), covering the whole distribution at once; seeds vary the randomness".into(),
+            note: format!(
+                "bands: 95% DKW (Massart), covering the whole distribution at once; seeds vary the randomness{}",
+                if prepared.uncertain.is_empty() {
+                    " only"
+                } else {
+                    " and the [uncertain] inputs"
+                }
+            ),
         }
     };
     let mut charts = vec![];

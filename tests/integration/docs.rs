@@ -899,6 +899,12 @@ fn every_column_written_is_documented(workspace: &Path) {
         "trace.csv",
         "results.csv",
         "aggregate.csv",
+        "replications.csv",
+        "risk.csv",
+        "paired.csv",
+        "sensitivity.csv",
+        "map.csv",
+        "map-runs.csv",
     ] {
         assert!(
             kinds.contains(kind),
