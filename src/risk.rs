@@ -4,7 +4,8 @@
 //!
 //! A study is a set of cells (one for replications; one per pair of axis values for a map), and
 //! each cell runs replications: one run of every policy of the scenario on one seed. Replication
-//! `r` has the same seed, and the same draws of the `[uncertain]` inputs ([`uncertain`]), in
+//! `r` has the same seed, and the same draws of the `[uncertain]` inputs
+//! ([`crate::scenario::uncertain`]), in
 //! every cell and for every policy, so policies and cells are compared on common random
 //! numbers: a difference between two policies is theirs, not the luck of their seeds.
 //!
@@ -18,7 +19,6 @@
 pub mod map;
 mod page;
 pub mod replications;
-pub mod uncertain;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -34,7 +34,8 @@ use crate::claims::{describe, evaluate_each};
 use crate::engine::Quiet;
 use crate::run::cost::{Estimate, PolicyCost};
 use crate::run::run_scenario;
-use crate::scenario::risk::{MapAxis, UncertainInput, Written};
+use crate::scenario::risk::MapAxis;
+use crate::scenario::uncertain::UncertainDraws;
 use crate::scenario::{Override, Scenario, ScenarioError, load_with_configs};
 use crate::sweep::check::check_metrics;
 use crate::sweep::{MAX_MANIFEST_BYTES, MAX_SIMULATIONS, Shard, SweepConfigs, derive_seeds};
@@ -113,17 +114,6 @@ pub struct StudyRow {
     pub claims: Vec<Option<bool>>,
 }
 
-/// An uncertain input, checked, and its key.
-#[derive(Debug, Clone, PartialEq)]
-pub struct UncertainKey {
-    /// The `--set` key.
-    pub key: String,
-    /// Its distribution.
-    pub input: UncertainInput,
-    /// How its draws are written (`None`: choices, as written).
-    pub written: Option<Written>,
-}
-
 /// A claim of the scenario, as a study reports it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StudyClaim {
@@ -154,13 +144,9 @@ pub struct PreparedStudy {
     pub columns: Vec<NamedMetric>,
     /// The scenario's claims (replications only; a map judges its own).
     pub claims: Vec<StudyClaim>,
-    /// The uncertain inputs, by key.
-    pub uncertain: Vec<UncertainKey>,
-    /// Each replication's value of each uncertain input, as `--set` takes it.
-    pub draws: Vec<Vec<String>>,
-    /// The `[uncertain]` keys the study sets itself (an axis of a map, or `--set`), which are
-    /// therefore not drawn.
-    pub not_drawn: Vec<String>,
+    /// The uncertain inputs drawn, each replication's draws of them, and the `[uncertain]`
+    /// keys the study sets itself (an axis of a map, or `--set`), which are not drawn.
+    pub uncertain: UncertainDraws,
     /// Whether the scenario has an incident to recover from.
     pub has_incident: bool,
     /// The claims of a map (`[[map.expect]]`), as the scenario wrote them.
@@ -296,26 +282,12 @@ impl StudySpec {
                     .iter()
                     .any(|axis| axis.keys.iter().any(|axis_key| axis_key == key))
         };
-        let not_drawn: Vec<String> = base
-            .uncertain
-            .keys()
-            .filter(|key| set_by_study(key))
-            .cloned()
-            .collect();
-        let uncertain: Vec<UncertainKey> = base
-            .uncertain
-            .iter()
-            .filter(|(key, _)| !set_by_study(key))
-            .map(|(key, input)| UncertainKey {
-                key: key.clone(),
-                input: input.get_ref().clone(),
-                written: input
-                    .get_ref()
-                    .check()
-                    .expect("validated with the scenario"),
-            })
-            .collect();
-        let draws = uncertain::draws(&uncertain, self.replications as usize, base.seed);
+        let uncertain = UncertainDraws::new(
+            &base.uncertain,
+            set_by_study,
+            self.replications as usize,
+            base.seed,
+        );
         let simulations = self
             .cell_count()
             .saturating_mul(self.replications as usize)
@@ -337,7 +309,7 @@ impl StudySpec {
         let columns = NamedMetric::all(&services);
         // Every cell, and every uncertain input at its two extremes, must make a valid
         // scenario with the base's policies and services, so that no run fails later.
-        let extremes = uncertain::extremes(&uncertain);
+        let extremes = uncertain.extremes();
         let cells: Vec<Option<usize>> = match self.kind {
             StudyKind::Replications => vec![None],
             StudyKind::Map => (0..self.cell_count()).map(Some).collect(),
@@ -414,8 +386,6 @@ impl StudySpec {
             columns,
             claims,
             uncertain,
-            not_drawn,
-            draws,
             costs,
             spec: self,
         })
@@ -426,39 +396,18 @@ impl PreparedStudy {
     /// What the seeds vary, for the summaries: the randomness, the `[uncertain]` inputs drawn,
     /// and those the study sets instead.
     pub fn what_seeds_vary(&self) -> String {
-        let mut text = if self.uncertain.is_empty() {
-            "seeds vary the randomness only, not the scenario's settings".to_string()
-        } else {
-            let inputs: Vec<String> = self
-                .uncertain
-                .iter()
-                .map(|input| format!("{} ({})", input.key, input.input))
-                .collect();
-            format!(
-                "seeds vary the randomness, and each replication draws the [uncertain] inputs by Latin hypercube: {}",
-                inputs.join(", ")
-            )
+        let mut text = match self.uncertain.drawn_in_words("replication") {
+            Some(drawn) => format!("seeds vary the randomness, and {drawn}"),
+            None => "seeds vary the randomness only, not the scenario's settings".to_string(),
         };
-        if !self.not_drawn.is_empty() {
-            text += &format!(
-                "; not drawn, because {} sets them: {}",
-                match self.spec.kind {
-                    StudyKind::Map => "an axis or --set",
-                    StudyKind::Replications => "--set",
-                },
-                self.not_drawn.join(", ")
-            );
+        let setter = match self.spec.kind {
+            StudyKind::Map => "an axis or --set",
+            StudyKind::Replications => "--set",
+        };
+        if let Some(not_drawn) = self.uncertain.not_drawn_in_words(setter) {
+            text += &format!("; {not_drawn}");
         }
         text
-    }
-
-    /// The overrides of replication `replication`'s uncertain draws.
-    fn draws_of(&self, replication: usize) -> Vec<(String, String)> {
-        self.uncertain
-            .iter()
-            .zip(&self.draws[replication])
-            .map(|(input, value)| (input.key.clone(), value.clone()))
-            .collect()
     }
 
     /// Runs replication `replication` of `cell`: every policy on its seed, one row each.
@@ -470,7 +419,7 @@ impl PreparedStudy {
         let cell_key = (self.spec.kind == StudyKind::Map).then_some(cell);
         let mut scenario = self
             .spec
-            .load(cell_key, &self.draws_of(replication), None)
+            .load(cell_key, &self.uncertain.of_run(replication), None)
             .map_err(StudyError::Scenario)?;
         scenario.seed = self.seeds[replication];
         let observers = vec![Quiet; scenario.policy.len()];
@@ -611,7 +560,13 @@ fn rows_header(prepared: &PreparedStudy) -> Vec<String> {
         .map(String::from)
         .to_vec();
     header.extend(prepared.spec.axes.iter().map(MapAxis::label));
-    header.extend(prepared.uncertain.iter().map(|input| input.key.clone()));
+    header.extend(
+        prepared
+            .uncertain
+            .inputs
+            .iter()
+            .map(|input| input.key.clone()),
+    );
     header.extend(prepared.columns.iter().map(|metric| metric.name.clone()));
     header.extend((1..=prepared.claims.len()).map(|number| format!("claim {number}")));
     header
@@ -637,7 +592,7 @@ pub fn rows_csv(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<u8> {
                 .into_iter()
                 .map(str::to_string),
         );
-        line.extend(prepared.draws[row.replication].iter().cloned());
+        line.extend(prepared.uncertain.draws[row.replication].iter().cloned());
         line.extend(row.metrics.iter().cloned());
         line.extend(row.claims.iter().map(|held| match held {
             Some(true) => "held".to_string(),
@@ -708,7 +663,7 @@ fn max_row_bytes(prepared: &PreparedStudy) -> u64 {
         .axes
         .iter()
         .flat_map(|axis| axis.values.iter())
-        .chain(prepared.draws.iter().flatten())
+        .chain(prepared.uncertain.draws.iter().flatten())
         .map(|value| 2 * value.len() as u64 + 3)
         .sum();
     header
@@ -824,7 +779,7 @@ fn read_rows(prepared: &PreparedStudy, bytes: &[u8]) -> Result<Vec<StudyRow>, St
         return Err("its header is not the study's; the file was edited or is damaged".into());
     }
     let axes = prepared.spec.axes.len();
-    let inputs = prepared.uncertain.len();
+    let inputs = prepared.uncertain.inputs.len();
     let metrics = prepared.columns.len();
     let mut rows = Vec::new();
     for (line, record) in reader.records().enumerate() {
@@ -861,7 +816,7 @@ fn read_rows(prepared: &PreparedStudy, bytes: &[u8]) -> Result<Vec<StudyRow>, St
                 .into_iter()
                 .map(str::to_string),
         );
-        expected.extend(prepared.draws[replication].iter().cloned());
+        expected.extend(prepared.uncertain.draws[replication].iter().cloned());
         if fields[2..4 + axes + inputs] != expected[..] {
             return Err(at(
                 "its seed, axis values or uncertain draws are not the study's",

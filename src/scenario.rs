@@ -23,6 +23,7 @@ pub mod manual_retry;
 mod overload;
 pub mod risk;
 mod topology;
+pub mod uncertain;
 mod validate;
 mod zero_time;
 

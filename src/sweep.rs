@@ -7,6 +7,13 @@
 //! with rayon. Every point is built and validated, exactly as `run --set` would, before any
 //! simulation starts, so a bad grid costs nothing.
 //!
+//! A scenario's `[uncertain]` inputs are drawn as replications draw them
+//! ([`crate::scenario::uncertain`]): a Latin hypercube over the seeds, from the scenario's
+//! seed, so that seed `s` of every point runs with the same draw `s` (common random numbers:
+//! two points differ by their settings, not by their luck). A key the sweep sets itself (a
+//! grid key, `--set`) is not drawn. Every point is validated with every input at both ends of
+//! its range, and `results.csv` says what each seed drew.
+//!
 //! Results are kept as the text that `results.csv` holds, and everything else (the aggregate,
 //! the recommendation, the heatmaps) is computed from that text ([`report`]). That is what makes
 //! sharding exact: `--shard K/N` runs only the points `p` with `p % N == K`, and `merge`
@@ -38,6 +45,7 @@ use crate::import::{ImportError, Imported, import_fleet_text_of, import_text_of,
 use crate::model::Model;
 use crate::run::cost::{BYTES_PER_SWEEP_ROW, Estimate, PolicyCost};
 use crate::run::run_model;
+use crate::scenario::uncertain::UncertainDraws;
 use crate::scenario::{
     ConfigSource, ImportPart, ImportedFleet, Override, Scenario, ScenarioError, load_with_configs,
     read_data_file,
@@ -312,6 +320,9 @@ pub enum SweepError {
         values: String,
         /// What is wrong with it.
         error: ScenarioError,
+        /// The `[uncertain]` draws it was built with, in words (`with the [uncertain] inputs at
+        /// their lowest (upstream.workers=5)`); empty without.
+        uncertain: Box<str>,
     },
     /// Anything else about the sweep's definition.
     Definition(String),
@@ -325,9 +336,19 @@ impl fmt::Display for SweepError {
                 point,
                 values,
                 error,
-            } => write!(
+                uncertain,
+            } if uncertain.is_empty() => write!(
                 f,
                 "{error}\n  at point {point} ({values}); every point of a grid must be a valid scenario: drop the values that clash, or sweep them in separate sweeps"
+            ),
+            SweepError::Point {
+                point,
+                values,
+                error,
+                uncertain,
+            } => write!(
+                f,
+                "{error}\n  at point {point} ({values}) {uncertain}; every point of a grid must be a valid scenario with every [uncertain] input at either end of its range: drop the grid values that clash, or narrow the input's range"
             ),
             SweepError::Definition(message) => f.write_str(message),
         }
@@ -357,6 +378,9 @@ pub struct PreparedSweep {
     /// Every metric of a point's runs, in the order of `results.csv`: the run's, then with a
     /// topology each service's ([`NamedMetric::all`]).
     pub columns: Vec<NamedMetric>,
+    /// The `[uncertain]` inputs drawn, each seed's draws of them (the same at every point),
+    /// and those the sweep sets itself (a grid key, `--set`), which are not drawn.
+    pub uncertain: UncertainDraws,
 }
 
 /// The seeds of a sweep: the scenario's own seed first, then SplitMix64 steps from it, so
@@ -423,23 +447,24 @@ impl SweepSpec {
     }
 
     /// The `retrystorm run` command that runs point `point` as the sweep ran it, on the scenario
-    /// file as it is: every `--set` of the sweep and the point's grid values, as the sweep
-    /// applied them (a key of every policy as the tuned policy's, in a scenario of several),
-    /// each quoted for a POSIX shell where it needs to be.
-    pub fn run_command(&self, point: usize) -> String {
+    /// file as it is: every `--set` of the sweep, the point's grid values and the `[uncertain]`
+    /// `draws` of the seed, as the sweep applied them (a key of every policy as the tuned
+    /// policy's, in a scenario of several), each quoted for a POSIX shell where it needs to be.
+    pub fn run_command(&self, point: usize, draws: &[(String, String)]) -> String {
         let mut words = vec![
             "retrystorm".to_string(),
             "run".to_string(),
             shell_word(&self.scenario_path),
         ];
-        for set in self.overrides(Some(point)) {
+        for set in self.overrides(Some(point), draws) {
             words.push("--set".to_string());
             words.push(shell_word(&format!("{}={}", set.key, set.value)));
         }
         words.join(" ")
     }
 
-    fn overrides(&self, point: Option<usize>) -> Vec<Override> {
+    /// The overrides of `point` (none for the base scenario) and of a seed's `draws`.
+    fn overrides(&self, point: Option<usize>, draws: &[(String, String)]) -> Vec<Override> {
         let names = self.policy_names();
         let tuned = (names.len() > 1)
             .then(|| names.iter().position(|name| *name == self.policy))
@@ -464,6 +489,12 @@ impl SweepSpec {
                     ..Override::set(&key(&axis.key), value)
                 });
             }
+        }
+        for (name, value) in draws {
+            overrides.push(Override {
+                flag: "[uncertain]",
+                ..Override::set(&key(name), value)
+            });
         }
         overrides
     }
@@ -490,16 +521,39 @@ impl SweepSpec {
         Ok(derive_seeds(self.base_scenario()?.seed, self.seeds))
     }
 
-    /// The scenario with the fixed `--set` values and none of the grid's.
-    fn base_scenario(&self) -> Result<Scenario, SweepError> {
-        self.load(None, None).map_err(SweepError::Scenario)
+    /// Each seed's draws of the `[uncertain]` inputs, derived from the scenario (after `--set`)
+    /// as [`SweepSpec::prepare`] derives them.
+    pub fn uncertain(&self) -> Result<UncertainDraws, SweepError> {
+        Ok(self.uncertain_of(&self.base_scenario()?))
     }
 
-    /// The scenario with the fixed `--set` values and, for a point, its grid values, its
-    /// configs from the pinned texts and, while preparing, from the files (`reading`).
+    /// The `[uncertain]` inputs of `base` that neither a grid key nor `--set` sets (the exact
+    /// key), drawn for each seed from `base`'s seed.
+    fn uncertain_of(&self, base: &Scenario) -> UncertainDraws {
+        let set_by_sweep = |key: &str| {
+            self.fixed.iter().any(|(fixed, _)| fixed == key)
+                || self.axes.iter().any(|axis| axis.key == key)
+        };
+        UncertainDraws::new(
+            &base.uncertain,
+            set_by_sweep,
+            self.seeds as usize,
+            base.seed,
+        )
+    }
+
+    /// The scenario with the fixed `--set` values and none of the grid's.
+    fn base_scenario(&self) -> Result<Scenario, SweepError> {
+        self.load(None, &[], None).map_err(SweepError::Scenario)
+    }
+
+    /// The scenario with the fixed `--set` values and, for a point, its grid values and a
+    /// seed's `[uncertain]` draws, its configs from the pinned texts and, while preparing,
+    /// from the files (`reading`).
     fn load(
         &self,
         point: Option<usize>,
+        draws: &[(String, String)],
         reading: Option<&Mutex<BTreeMap<String, String>>>,
     ) -> Result<Scenario, ScenarioError> {
         let configs = SweepConfigs {
@@ -509,29 +563,33 @@ impl SweepSpec {
         load_with_configs(
             &self.scenario_text,
             &self.scenario_path,
-            &self.overrides(point),
+            &self.overrides(point, draws),
             &configs,
         )
     }
 
-    /// The scenario of a point, reduced to the tuned policy.
+    /// The scenario of a point, reduced to the tuned policy, with the `[uncertain]` inputs as
+    /// the scenario file writes them (a seed's draws are [`PreparedSweep::scenario_of_run`]'s).
     pub fn scenario_for(&self, point: usize) -> Result<Scenario, SweepError> {
-        self.point_scenario(point, None)
+        self.point_scenario(point, (&[], ""), None)
     }
 
-    /// [`SweepSpec::scenario_for`], reading configs not yet pinned from `reading`'s files.
+    /// [`SweepSpec::scenario_for`] with `draws` of the `[uncertain]` inputs (and those draws in
+    /// words, for errors), reading configs not yet pinned from `reading`'s files.
     fn point_scenario(
         &self,
         point: usize,
+        (draws, drawn): (&[(String, String)], &str),
         reading: Option<&Mutex<BTreeMap<String, String>>>,
     ) -> Result<Scenario, SweepError> {
-        let mut scenario = self
-            .load(Some(point), reading)
-            .map_err(|error| SweepError::Point {
-                point,
-                values: self.describe_point(point),
-                error,
-            })?;
+        let mut scenario =
+            self.load(Some(point), draws, reading)
+                .map_err(|error| SweepError::Point {
+                    point,
+                    values: self.describe_point(point),
+                    error,
+                    uncertain: drawn.into(),
+                })?;
         scenario
             .policy
             .retain(|policy| *policy.name.get_ref() == self.policy);
@@ -629,13 +687,10 @@ impl SweepSpec {
                     .map_err(|error| definition(format!("--require: {error}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
-        let base = self.load(None, reading).map_err(SweepError::Scenario)?;
-        if let Some(key) = base.uncertain.keys().next() {
-            return Err(definition(format!(
-                "{}: the scenario's [uncertain] inputs ({key}, ...) are drawn by replications, which a sweep does not run: sweep them as --grid keys, or use run --replications or map",
-                self.scenario_path
-            )));
-        }
+        let base = self
+            .load(None, &[], reading)
+            .map_err(SweepError::Scenario)?;
+        let uncertain = self.uncertain_of(&base);
         let services = service_names(&base);
         let sizes = tuned_sizes(&base, &self.policy);
         let shapes = shapes_of(&sizes);
@@ -678,32 +733,29 @@ impl SweepSpec {
                     .map_or("", |(_, rest)| rest)
             )));
         }
-        // Built in parallel; the first invalid point in grid order is the one reported.
+        // Built in parallel; the first invalid point in grid order is the one reported. Each
+        // point is built with every uncertain input at its lowest, then at its highest, so
+        // that no seed's draws fail later.
+        let extremes: Vec<(Vec<(String, String)>, String)> = uncertain
+            .extremes()
+            .into_iter()
+            .zip(["lowest", "highest"])
+            .map(|(draws, end)| {
+                let drawn = extreme_words(&draws, end);
+                (draws, drawn)
+            })
+            .collect();
         let built: Vec<Result<PolicyCost, SweepError>> = (0..self.point_count())
             .into_par_iter()
             .map(|point| {
-                let scenario = self.point_scenario(point, reading)?;
-                // Every point has the base's services, so that its rows have the same columns.
-                if service_names(&scenario) != services {
-                    return Err(definition(format!(
-                        "point {point} ({}) has the services {}, the scenario {}; a grid may not rename, add or remove services",
-                        self.describe_point(point),
-                        service_names(&scenario).join(", "),
-                        services.join(", ")
-                    )));
-                }
-                // And the instances the asked metrics name (a grid may resize a fleet).
-                let sizes = tuned_sizes(&scenario, &self.policy);
-                for metric in &asked {
-                    NamedMetric::resolve(&metric.name, &shapes_of(&sizes)).map_err(|error| {
-                        definition(format!(
-                            "point {point} ({}): {error}; every point must have the fleets and instances the requirements and the objective name",
-                            self.describe_point(point)
-                        ))
-                    })?;
-                }
-                let mut cost = Estimate::of(&scenario, 1).policies;
-                Ok(cost.pop().expect("a point has the tuned policy"))
+                let mut costs = extremes
+                    .iter()
+                    .map(|(draws, drawn)| {
+                        self.check_point(point, (draws, drawn), (&services, &asked), reading)
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                // The estimate is the lowest draws' (the first), as a replicated study's is.
+                Ok(costs.swap_remove(0))
             })
             .collect();
         let costs = built.into_iter().collect::<Result<Vec<_>, _>>()?;
@@ -718,7 +770,46 @@ impl SweepSpec {
                 .into_iter()
                 .chain(asked)
                 .collect(),
+            uncertain,
         })
+    }
+
+    /// Builds point `point` with `draws` of the `[uncertain]` inputs (`drawn` in words), checks
+    /// that it has the base's `services` and the instances the `asked` metrics name, and
+    /// returns the cost of one simulation of it.
+    fn check_point(
+        &self,
+        point: usize,
+        (draws, drawn): (&[(String, String)], &str),
+        (services, asked): (&[&str], &[NamedMetric]),
+        reading: Option<&Mutex<BTreeMap<String, String>>>,
+    ) -> Result<PolicyCost, SweepError> {
+        let definition = |message: String| SweepError::Definition(message);
+        let scenario = self.point_scenario(point, (draws, drawn), reading)?;
+        let at = format!(
+            "point {point} ({}){}{drawn}",
+            self.describe_point(point),
+            if drawn.is_empty() { "" } else { " " }
+        );
+        // Every point has the base's services, so that its rows have the same columns.
+        if service_names(&scenario) != services {
+            return Err(definition(format!(
+                "{at} has the services {}, the scenario {}; a grid may not rename, add or remove services",
+                service_names(&scenario).join(", "),
+                services.join(", ")
+            )));
+        }
+        // And the instances the asked metrics name (a grid may resize a fleet).
+        let sizes = tuned_sizes(&scenario, &self.policy);
+        for metric in asked {
+            NamedMetric::resolve(&metric.name, &shapes_of(&sizes)).map_err(|error| {
+                definition(format!(
+                    "{at}: {error}; every point must have the fleets and instances the requirements and the objective name"
+                ))
+            })?;
+        }
+        let mut cost = Estimate::of(&scenario, 1).policies;
+        Ok(cost.pop().expect("a point has the tuned policy"))
     }
 
     /// Every metric of a point's runs, in the order of `results.csv`, as [`SweepSpec::prepare`]
@@ -776,6 +867,27 @@ impl SweepSpec {
         }
         Ok(Some(metric))
     }
+}
+
+/// `with the [uncertain] inputs at their lowest (upstream.workers=5 clients.rate=0.6)`, for
+/// errors: `draws` at `end` (`lowest`, `highest`); empty without draws.
+fn extreme_words(draws: &[(String, String)], end: &str) -> String {
+    if draws.is_empty() {
+        return String::new();
+    }
+    format!(
+        "with the [uncertain] inputs at their {end} ({})",
+        pairs_text(draws)
+    )
+}
+
+/// `upstream.workers=5 clients.rate=0.6`: `draws` as `key=value` pairs.
+fn pairs_text(draws: &[(String, String)]) -> String {
+    let pairs: Vec<String> = draws
+        .iter()
+        .map(|(key, value)| format!("{key}={value}"))
+        .collect();
+    pairs.join(" ")
 }
 
 /// `word` as a POSIX shell reads it back: as it is if no character of it means anything to a
@@ -939,7 +1051,7 @@ impl PreparedSweep {
             .collect();
         jobs.par_iter()
             .map(|&(point, seed_index)| {
-                let scenario = self.spec.scenario_for(point)?;
+                let scenario = self.scenario_of_run(point, seed_index)?;
                 let mut model = Model::new(&scenario, &scenario.policy[0]);
                 model.seed = self.seeds[seed_index];
                 let run = run_model(scenario.policy[0].name.get_ref().clone(), model, &mut Quiet)
@@ -962,6 +1074,22 @@ impl PreparedSweep {
                 })
             })
             .collect()
+    }
+
+    /// The scenario of point `point` as seed `seed_index` runs it: reduced to the tuned policy,
+    /// with the seed's draws of the `[uncertain]` inputs (its seed is set by the run).
+    pub fn scenario_of_run(&self, point: usize, seed_index: usize) -> Result<Scenario, SweepError> {
+        let draws = self.uncertain.of_run(seed_index);
+        let drawn = if draws.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "with seed {}'s [uncertain] draws ({})",
+                self.seeds[seed_index],
+                pairs_text(&draws)
+            )
+        };
+        self.spec.point_scenario(point, (&draws, &drawn), None)
     }
 
     /// The metric called `name`, one of [`PreparedSweep::columns`] (as every requirement's

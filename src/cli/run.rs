@@ -205,7 +205,13 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
         }
     };
     for (scenario, path) in scenarios.iter().zip(&args.scenarios) {
-        let unreplicated = if !scenario.uncertain.is_empty() && scenario.risk.is_none() {
+        // An [uncertain] input that --set gives (as a sweep's reproducing command does) is not
+        // drawn, as in a replicated study.
+        let drawn = scenario
+            .uncertain
+            .keys()
+            .any(|key| !args.set.iter().any(|set| set.key == *key));
+        let unreplicated = if drawn && scenario.risk.is_none() {
             Some("its [uncertain] inputs are drawn once per replication")
         } else if args.shard.is_some() && scenario.risk.is_none() {
             Some("--shard splits the replications")

@@ -36,10 +36,11 @@ pub(super) fn heading(page: &mut String, prepared: &PreparedStudy, what: &str) {
         html(what),
         html(&prepared.description)
     );
-    if !prepared.uncertain.is_empty() {
+    if !prepared.uncertain.inputs.is_empty() {
         page.push_str("<h2>Uncertain inputs</h2>\n<p>Each replication draws one value of each, by Latin hypercube sampling: every input's range is cut into as many slices of equal probability as there are replications, and each slice is drawn once.</p>\n");
         let rows: Vec<Vec<String>> = prepared
             .uncertain
+            .inputs
             .iter()
             .map(|input| vec![input.key.clone(), input.input.to_string()])
             .collect();

@@ -337,9 +337,11 @@ fn draw_number(input: &UncertainInput, text: &str) -> f64 {
 /// Every uncertain input's influence on every outcome of every policy, strongest first.
 pub fn influences(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<Influence> {
     let mut found = Vec::new();
-    for (index, input) in prepared.uncertain.iter().enumerate() {
+    for (index, input) in prepared.uncertain.inputs.iter().enumerate() {
         let draws: Vec<f64> = (0..prepared.seeds.len())
-            .map(|replication| draw_number(&input.input, &prepared.draws[replication][index]))
+            .map(|replication| {
+                draw_number(&input.input, &prepared.uncertain.draws[replication][index])
+            })
             .collect();
         for policy in 0..prepared.policies.len() {
             let replications: Vec<usize> = rows

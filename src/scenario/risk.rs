@@ -14,8 +14,8 @@
 //! - `[map]` names two axes (`KEY=LOW..HIGH/N` or `KEY=V1,V2,...`) for `retrystorm map`, and
 //!   claims about the maps of the policies (`[[map.expect]]`).
 //!
-//! This module reads and checks them; the sampling and the studies are in `crate::risk` and
-//! `crate::map`, above the engine.
+//! This module reads and checks them; the sampling is in [`super::uncertain`], which sweeps
+//! use too, and the studies are in `crate::risk`, above the engine.
 
 use std::collections::BTreeMap;
 use std::fmt;

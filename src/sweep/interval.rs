@@ -32,8 +32,9 @@
 //! that were measured, keeps `never` as it is, and has a distribution-free meaning: it covers
 //! the median recovery with probability 1 - 2^(1-k) for k seeds (75% for 3, 93.8% for 5).
 //!
-//! Whatever the method, the seeds vary the randomness of one scenario only, never its
-//! assumptions: see the recommendation's statement on seeds.
+//! Whatever the method, the seeds vary the randomness of one scenario and, each seed its draw,
+//! the `[uncertain]` inputs the sweep does not set, never its other assumptions: see the
+//! recommendation's statement on seeds.
 
 use crate::base::stats;
 use crate::vocabulary::metric::{Better, Domain, NamedMetric, Unit};

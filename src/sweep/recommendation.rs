@@ -581,10 +581,39 @@ fn intervals_section(
     }
     let _ = writeln!(
         text,
-        "seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: {}",
+        "{}: {}",
+        what_seeds_vary(prepared),
         assumption_to_sweep(prepared, point)?
     );
     Ok(())
+}
+
+/// What the seeds vary (the randomness and, each seed its draw, the `[uncertain]` inputs the
+/// sweep does not set itself) and what they do not (the model's other assumptions), in the
+/// words a replicated study uses for its inputs ([`UncertainDraws::drawn_in_words`]).
+///
+/// [`UncertainDraws::drawn_in_words`]: crate::scenario::uncertain::UncertainDraws::drawn_in_words
+fn what_seeds_vary(prepared: &PreparedSweep) -> String {
+    const RANDOMNESS: &str =
+        "arrivals, service and network times drawn from their distributions, jitter, errors";
+    const ASSUMPTIONS: &str = "workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines";
+    let not_drawn = prepared
+        .uncertain
+        .not_drawn_in_words("a --grid key or --set");
+    match prepared.uncertain.drawn_in_words("seed") {
+        Some(drawn) => format!(
+            "seeds vary the randomness ({RANDOMNESS}), and {drawn}, so the intervals cover what you are unsure of in those inputs as well as chance{}; they do not vary the model's other assumptions ({ASSUMPTIONS}), which no interval covers",
+            not_drawn
+                .map(|words| format!("; {words}"))
+                .unwrap_or_default()
+        ),
+        None => format!(
+            "seeds vary the randomness only ({RANDOMNESS}){}; they do not vary the model's assumptions ({ASSUMPTIONS}), which no interval covers",
+            not_drawn
+                .map(|words| format!("; the [uncertain] inputs are {words}"))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// A rate per operation: six significant digits from 0.001 up, else as `2.46e-5`.
@@ -620,10 +649,18 @@ fn assumption_to_sweep(prepared: &PreparedSweep, point: usize) -> Result<String,
             scenario.clients.count.get_ref().get(),
         ),
     ];
+    // A key the grid sets or the seeds draw is varied already.
+    let varied = spec.axes.iter().map(|axis| axis.key.as_str()).chain(
+        prepared
+            .uncertain
+            .inputs
+            .iter()
+            .map(|input| input.key.as_str()),
+    );
     let swept = |key: &str| {
-        spec.axes.iter().any(|axis| {
-            axis.key == key
-                || topology_keys(&scenario, &axis.key)
+        varied.clone().any(|varied| {
+            varied == key
+                || topology_keys(&scenario, varied)
                     .is_some_and(|keys| keys.iter().any(|swept| swept == key))
         })
     };
@@ -1041,20 +1078,32 @@ fn reproduce_section(prepared: &PreparedSweep, point: usize, text: &mut String) 
         .iter()
         .map(|seed| format!("--seed {seed}"))
         .collect();
+    // With [uncertain] inputs drawn, the command sets the first seed's draws, which another
+    // seed replaces with its own.
+    let (drawn, instead) = if prepared.uncertain.inputs.is_empty() {
+        ("", "")
+    } else {
+        (
+            " and its draws of the [uncertain] inputs",
+            ", with that seed's draws (its rows of results.csv) in place of these",
+        )
+    };
     let _ = writeln!(
         text,
-        "reproduce: point {point} is policy {:?} of this run, on the sweep's first seed ({}){}:\n  {}",
+        "reproduce: point {point} is policy {:?} of this run, on the sweep's first seed ({}){drawn}{}:\n  {}",
         prepared.spec.policy,
         prepared.seeds[0],
         match others.as_slice() {
             [] => String::new(),
-            [other] => format!("; {other} runs its other seed"),
+            [other] => format!("; {other} runs its other seed{instead}"),
             _ => format!(
-                "; {} runs another of its seeds",
+                "; {} runs another of its seeds{instead}",
                 listed(&others).replace(" and ", " or ")
             ),
         },
-        prepared.spec.run_command(point)
+        prepared
+            .spec
+            .run_command(point, &prepared.uncertain.of_run(0))
     );
 }
 

@@ -2,7 +2,7 @@
 //!
 //! | file | content |
 //! |---|---|
-//! | `results.csv` | one row per point and seed: grid values, every summary metric, and in a topology every service's (`amplification@db`) |
+//! | `results.csv` | one row per point and seed: grid values, the seed's draw of each `[uncertain]` input drawn, every summary metric, and in a topology every service's (`amplification@db`) |
 //! | `aggregate.csv` | one row per point: mean and 95% interval of each metric, by [`super::interval`] |
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, the scenario's text and every config it imports included, so shards can be merged without reading anything else |
@@ -26,6 +26,7 @@ use crate::base::escape::quoted;
 use crate::base::text_file::{TextFileError, read_bytes};
 use crate::output::charts::{ChartError, Format};
 use crate::output::report::{PointTable, SweepPage, SweepSection, sweep_report_html};
+use crate::scenario::uncertain::UncertainDraws;
 use crate::sweep::heatmap::{self, HeatmapData};
 use crate::sweep::pareto::{self, ParetoData};
 use crate::vocabulary::metric::NamedMetric;
@@ -44,28 +45,35 @@ fn csv_bytes(header: &[String], rows: impl Iterator<Item = Vec<String>>) -> Vec<
     writer.into_inner().expect("writing to memory")
 }
 
-/// The header of `results.csv`: point, seed, the grid keys and the metrics (`columns`).
-fn results_header(spec: &SweepSpec, columns: &[NamedMetric]) -> Vec<String> {
+/// The header of `results.csv`: point, seed, the grid keys, the `[uncertain]` keys drawn
+/// (none without) and the metrics (`columns`).
+fn results_header(
+    spec: &SweepSpec,
+    uncertain: &UncertainDraws,
+    columns: &[NamedMetric],
+) -> Vec<String> {
     let mut header = vec!["point".to_string(), "seed".to_string()];
     header.extend(spec.axes.iter().map(|axis| axis.key.clone()));
+    header.extend(uncertain.inputs.iter().map(|input| input.key.clone()));
     header.extend(columns.iter().map(|metric| metric.name.clone()));
     header
 }
 
-/// `results.csv` for `rows`, which are ordered by point and seed, of the metrics `columns`.
-pub fn results_csv(
-    spec: &SweepSpec,
-    columns: &[NamedMetric],
-    seeds: &[u64],
-    rows: &[ResultRow],
-) -> Vec<u8> {
+/// `results.csv` for `rows`, which are ordered by point and seed: each says what it ran (its
+/// point's grid values, its seed's draws) and what that gave.
+pub fn results_csv(prepared: &PreparedSweep, rows: &[ResultRow]) -> Vec<u8> {
+    let (spec, uncertain) = (&prepared.spec, &prepared.uncertain);
     let lines = rows.iter().map(|row| {
-        let mut line = vec![row.point.to_string(), seeds[row.seed_index].to_string()];
+        let mut line = vec![
+            row.point.to_string(),
+            prepared.seeds[row.seed_index].to_string(),
+        ];
         line.extend(spec.point_values(row.point).into_iter().map(str::to_string));
+        line.extend(uncertain.draws[row.seed_index].iter().cloned());
         line.extend(row.metrics.iter().cloned());
         line
     });
-    csv_bytes(&results_header(spec, columns), lines)
+    csv_bytes(&results_header(spec, uncertain, &prepared.columns), lines)
 }
 
 /// The longest a metric's value is written in `results.csv`, in bytes: a count has at most 20
@@ -76,29 +84,28 @@ const MAX_METRIC_TEXT: u64 = 40;
 /// The most bytes a shard's `shard.json` has: `{"index": K, "count": N}` is a few dozen.
 const MAX_SHARD_JSON_BYTES: u64 = 1024;
 
-/// The most bytes `results.csv` with `rows` rows of the sweep `spec` and its metrics `columns`
-/// can have, as [`results_csv`] writes it: the header, and in each row the point and the seed
-/// (20 digits each), the point's grid values (each at most its axis's longest, every one
-/// quoted, its quotes doubled) and every metric at [`MAX_METRIC_TEXT`], with the commas and a
-/// line end. A legitimate file is far smaller; this bounds what `merge` reads of one.
-fn results_limit(spec: &SweepSpec, columns: &[NamedMetric], rows: usize) -> u64 {
+/// The most bytes `results.csv` with `rows` rows of the first shard's sweep can have, as
+/// [`results_csv`] writes it: the header, and in each row the point and the seed (20 digits
+/// each), the point's grid values and the seed's draws (each at most its axis's or its
+/// input's longest, every one quoted, its quotes doubled) and every metric at
+/// [`MAX_METRIC_TEXT`], with the commas and a line end. A legitimate file is far smaller; this
+/// bounds what `merge` reads of one.
+fn results_limit(first: &FirstShard, rows: usize) -> u64 {
     let quoted = |text: &str| 2 * text.len() as u64 + 3;
-    let header: u64 = results_header(spec, columns)
-        .iter()
-        .map(|name| quoted(name))
-        .sum();
-    let grid: u64 = spec
+    let header: u64 = first.header().iter().map(|name| quoted(name)).sum();
+    let longest = |values: &mut dyn Iterator<Item = &String>| {
+        values.map(|value| quoted(value)).max().unwrap_or(0)
+    };
+    let grid: u64 = first
+        .spec
         .axes
         .iter()
-        .map(|axis| {
-            axis.values
-                .iter()
-                .map(|value| quoted(value))
-                .max()
-                .unwrap_or(0)
-        })
+        .map(|axis| longest(&mut axis.values.iter()))
         .sum();
-    let row = 2 * 21 + grid + columns.len() as u64 * (MAX_METRIC_TEXT + 1) + 2;
+    let drawn: u64 = (0..first.uncertain.inputs.len())
+        .map(|input| longest(&mut first.uncertain.draws.iter().map(|draws| &draws[input])))
+        .sum();
+    let row = 2 * 21 + grid + drawn + first.columns.len() as u64 * (MAX_METRIC_TEXT + 1) + 2;
     (rows as u64).saturating_mul(row).saturating_add(header + 2)
 }
 
@@ -115,27 +122,33 @@ fn read_shard_file(folder: &Path, name: &str, limit: u64, what: &str) -> Result<
     })
 }
 
-/// Reads `results.csv` of `folder`, shard `shard` of the sweep, back into rows, checking them
-/// against the sweep: a point and a seed it has, the point's grid values, and values of its
-/// metrics (`columns`) a run can produce ([`check_metrics`]). The file is read only up to the
-/// size its rows can have ([`results_limit`]), `rows` of them.
+/// Reads `results.csv` of `folder`, shard `shard` of the first shard's sweep, back into rows,
+/// checking them against the sweep: a point and a seed it has, the point's grid values, the
+/// seed's draws of the `[uncertain]` inputs, and values of its metrics a run can produce
+/// ([`check_metrics`]). The file is read only up to the size its rows can have
+/// ([`results_limit`]), `rows` of them.
 fn read_results(
     folder: &Path,
-    spec: &SweepSpec,
-    columns: &[NamedMetric],
-    seeds: &[u64],
+    first: &FirstShard,
     (shard, rows): (Shard, usize),
 ) -> Result<Vec<ResultRow>, String> {
+    let FirstShard {
+        spec,
+        seeds,
+        columns,
+        uncertain,
+        ..
+    } = first;
     let path = folder.join("results.csv");
     let where_ = path.display();
-    let limit = results_limit(spec, columns, rows);
+    let limit = results_limit(first, rows);
     let bytes = read_shard_file(
         folder,
         "results.csv",
         limit,
         &format!(
             "the most that shard {shard}'s {rows} rows of {} values can take (a metric is written in at most {MAX_METRIC_TEXT} bytes)",
-            2 + spec.axes.len() + columns.len()
+            first.header().len()
         ),
     )?;
     let mut reader = csv::Reader::from_reader(&bytes[..]);
@@ -145,10 +158,10 @@ fn read_results(
         .iter()
         .map(str::to_string)
         .collect();
-    if header != results_header(spec, columns) {
+    if header != first.header() {
         return Err(format!("{where_}: the columns are not those of this sweep"));
     }
-    let axes = spec.axes.len();
+    let fixed = 2 + spec.axes.len() + uncertain.inputs.len();
     let mut rows = Vec::new();
     for record in reader.records() {
         let record = record.map_err(|error| match error.kind() {
@@ -184,7 +197,21 @@ fn read_results(
                 )));
             }
         }
-        let metrics: Vec<String> = record.iter().skip(2 + axes).map(str::to_string).collect();
+        let drawn = record
+            .iter()
+            .skip(2 + spec.axes.len())
+            .zip(&uncertain.draws[seed_index]);
+        for (input, (value, expected)) in uncertain.inputs.iter().zip(drawn) {
+            if value != expected {
+                return Err(bad(&format!(
+                    "{} is {}, but seed {seed} of this sweep draws {}",
+                    input.key,
+                    quoted(value),
+                    quoted(expected)
+                )));
+            }
+        }
+        let metrics: Vec<String> = record.iter().skip(fixed).map(str::to_string).collect();
         check_metrics(&metrics, columns).map_err(|error| bad(&error))?;
         rows.push(ResultRow {
             point,
@@ -253,10 +280,7 @@ pub fn shard_files(
     let mut shard_json = serde_json::to_vec_pretty(&shard).expect("a shard serializes");
     shard_json.push(b'\n');
     vec![
-        (
-            "results.csv".into(),
-            results_csv(&prepared.spec, &prepared.columns, &prepared.seeds, rows),
-        ),
+        ("results.csv".into(), results_csv(prepared, rows)),
         ("sweep.json".into(), manifest_bytes(prepared)),
         ("shard.json".into(), shard_json),
     ]
@@ -273,10 +297,7 @@ pub fn finalize(
     let aggregate = Aggregate::new(&prepared.columns, points, rows);
     let (recommendation, verdict) = recommendation(prepared, &aggregate, rows)?;
     let mut files = vec![
-        (
-            "results.csv".to_string(),
-            results_csv(&prepared.spec, &prepared.columns, &prepared.seeds, rows),
-        ),
+        ("results.csv".to_string(), results_csv(prepared, rows)),
         (
             "aggregate.csv".to_string(),
             aggregate_csv(prepared, &aggregate),
@@ -481,8 +502,27 @@ fn pareto_data(
     })
 }
 
-/// The first shard's manifest as read: its bytes, the sweep, its seeds and its columns.
-type FirstShard = (Vec<u8>, SweepSpec, Vec<u64>, Vec<NamedMetric>);
+/// The first shard's manifest as read, and what the sweep derives from it: every other shard's
+/// `sweep.json` must be these bytes, and every row of `results.csv` one of its runs.
+struct FirstShard {
+    /// The bytes of its `sweep.json`.
+    bytes: Vec<u8>,
+    /// The sweep.
+    spec: SweepSpec,
+    /// Its seeds.
+    seeds: Vec<u64>,
+    /// Its metrics, in the order of `results.csv`.
+    columns: Vec<NamedMetric>,
+    /// Each seed's draws of the `[uncertain]` inputs.
+    uncertain: UncertainDraws,
+}
+
+impl FirstShard {
+    /// The header of its `results.csv`.
+    fn header(&self) -> Vec<String> {
+        results_header(&self.spec, &self.uncertain, &self.columns)
+    }
+}
 
 /// Reads shard folders, checks that they are the shards of one sweep, each exactly once, and
 /// returns the sweep's definition and all rows ordered by point and seed. Each shard file is
@@ -546,24 +586,26 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
                     derived
                 ));
             }
-            let columns = parsed
-                .spec
-                .columns()
-                .map_err(|error| format!("{}: {error}", folder.join("sweep.json").display()))?;
-            manifest = Some((
-                manifest_bytes.clone(),
-                parsed.spec,
-                parsed.seed_values,
+            let in_manifest =
+                |error: SweepError| format!("{}: {error}", folder.join("sweep.json").display());
+            let columns = parsed.spec.columns().map_err(in_manifest)?;
+            let uncertain = parsed.spec.uncertain().map_err(in_manifest)?;
+            manifest = Some(FirstShard {
+                bytes: manifest_bytes.clone(),
+                spec: parsed.spec,
+                seeds: parsed.seed_values,
                 columns,
-            ));
+                uncertain,
+            });
         }
-        let (first_bytes, spec, seeds, columns) = manifest.as_ref().expect("set above");
-        if *first_bytes != manifest_bytes {
-            let first = folders[0].display().to_string();
+        let first = manifest.as_ref().expect("set above");
+        let (spec, seeds) = (&first.spec, &first.seeds);
+        if first.bytes != manifest_bytes {
+            let first_folder = folders[0].display().to_string();
             return Err(format!(
-                "{}: this shard belongs to a different sweep than {first}: {}",
+                "{}: this shard belongs to a different sweep than {first_folder}: {}",
                 folder.display(),
-                manifest_differences(&manifest_bytes, first_bytes, &first)
+                manifest_differences(&manifest_bytes, &first.bytes, &first_folder)
             ));
         }
         if shards.iter().any(|seen| seen.count != shard.count) {
@@ -584,7 +626,7 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
             .saturating_sub(shard.index)
             .div_ceil(shard.count);
         let expected = points.saturating_mul(seeds.len());
-        let mut shard_rows = read_results(folder, spec, columns, seeds, (shard, expected))?;
+        let mut shard_rows = read_results(folder, first, (shard, expected))?;
         if let Some(row) = shard_rows.iter().find(|row| !shard.owns(row.point)) {
             return Err(format!(
                 "{}: point {} does not belong to shard {shard}",
@@ -617,7 +659,7 @@ pub fn merge(folders: &[&Path]) -> Result<(SweepSpec, Vec<ResultRow>), String> {
         shards.push(shard);
         rows.extend(shard_rows);
     }
-    let Some((_, spec, _, _)) = manifest else {
+    let Some(FirstShard { spec, .. }) = manifest else {
         return Err("merge needs at least one shard folder".into());
     };
     let count = shards[0].count;

@@ -383,8 +383,7 @@ fn pairing_by_seed_needs_fewer_replications_than_unpaired() {
 }
 
 /// A claim with a probability needs replications, enough of them for the probability to be
-/// shown at all; an uncertain input is checked where it is
-/// written; a sweep refuses a scenario with uncertain inputs it would not draw.
+/// shown at all; an uncertain input is checked where it is written.
 #[test]
 fn risk_inputs_are_refused_where_they_are_written() {
     let out = fresh_folder("risk-errors");
@@ -424,16 +423,308 @@ fn risk_inputs_are_refused_where_they_are_written() {
         stderr.contains("unprovable.toml:39:1: probability 0.9 cannot be shown with 12 replications: even 12 of 12 holding gives a 95% lower bound of 73.5%, not above it; use at least 36"),
         "{stderr}"
     );
-    let sweep = retrystorm(&[
+}
+
+/// [`RISKY`] without `[risk]` and its claim: a scenario `run` runs once when `--set` gives every
+/// uncertain input, as a sweep's reproducing command does.
+fn risky_once() -> String {
+    let text = RISKY.replace("[risk]\nreplications = 12\n", "");
+    text[..text.find("[[expect]]").unwrap()].to_string()
+}
+
+/// Writes [`risky_once`] to `folder`; its path.
+fn write_risky_once(folder: &Path) -> String {
+    let path = folder.join("risky.toml");
+    fs::write(&path, risky_once()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Runs a sweep of `scenario`, its results in `folder`, with `args`, which must succeed; its
+/// stdout.
+fn sweep_of(folder: &Path, scenario: &str, args: &[&str]) -> String {
+    let mut all = vec!["sweep", scenario, "--policy", "no jitter"];
+    all.extend(args);
+    all.extend(["--no-charts", "--out", folder.to_str().unwrap()]);
+    let output = retrystorm(&all);
+    assert!(
+        output.status.success(),
+        "{all:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// The header and the rows of a CSV file.
+fn csv_of(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let mut reader = csv::Reader::from_path(path).unwrap();
+    let header = reader.headers().unwrap().iter().map(String::from).collect();
+    let rows = reader
+        .records()
+        .map(|record| record.unwrap().iter().map(String::from).collect())
+        .collect();
+    (header, rows)
+}
+
+/// A sweep draws the `[uncertain]` inputs as replications do: a Latin hypercube over its 8
+/// seeds, from the scenario's seed (McKay, Beckman & Conover 1979: each input's range cut in 8
+/// slices of equal probability, each slice drawn once). So at every point the 4 integers of
+/// `uniform = [5, 8]` come exactly twice each, and exactly 4 draws of the lognormal of median
+/// 1.0 fall below its median (the slices 0 to 3 of 8); and seed `s` draws the same values at
+/// every point (common random numbers). `results.csv` says what each row drew, after the grid
+/// values; the recommendation says what the seeds vary; and the command it prints runs the
+/// recommended point on the first seed with that seed's draws, giving the row's operations
+/// and successes exactly (the scenario's own `workers = 4` is never drawn, so a sweep that
+/// left the draws out would differ).
+#[test]
+fn a_sweep_draws_the_uncertain_inputs_on_common_seeds() {
+    let out = fresh_folder("risk-sweep-draws");
+    let stdout = sweep_of(
+        &out,
+        &write_risky_once(&out),
+        &["--grid", "policy.base=50ms,100ms,200ms", "--seeds", "8"],
+    );
+    assert!(
+        stdout.contains("seeds vary the randomness (arrivals, service and network times drawn from their distributions, jitter, errors), and each seed draws the [uncertain] inputs by Latin hypercube: clients.rate (lognormal median 1.0, p95 1.3), upstream.workers (uniform 5 to 8), so the intervals cover what you are unsure of in those inputs as well as chance; they do not vary the model's other assumptions"),
+        "{stdout}"
+    );
+    let folder = out.join("risky-sweep");
+    let (header, rows) = csv_of(&folder.join("results.csv"));
+    assert_eq!(
+        header[..6],
+        [
+            "point",
+            "seed",
+            "policy.base",
+            "clients.rate",
+            "upstream.workers",
+            "operations"
+        ]
+    );
+    assert_eq!(rows.len(), 3 * 8);
+    for point in 0..3 {
+        let of_point: Vec<&Vec<String>> = rows
+            .iter()
+            .filter(|row| row[0] == point.to_string())
+            .collect();
+        let mut workers: Vec<&str> = of_point.iter().map(|row| row[4].as_str()).collect();
+        workers.sort();
+        assert_eq!(
+            workers,
+            ["5", "5", "6", "6", "7", "7", "8", "8"],
+            "point {point}"
+        );
+        let below_median = of_point
+            .iter()
+            .filter(|row| row[3].parse::<f64>().unwrap() < 1.0)
+            .count();
+        assert_eq!(below_median, 4, "point {point}");
+        // Seed s draws at this point what it draws at point 0.
+        for (row, first) in of_point.iter().zip(&rows[..8]) {
+            assert_eq!(row[1..2], first[1..2]);
+            assert_eq!(row[3..5], first[3..5]);
+        }
+    }
+    let recommendation = fs::read_to_string(folder.join("recommendation.txt")).unwrap();
+    let command = recommendation
+        .split("\n  retrystorm run ")
+        .nth(1)
+        .and_then(|rest| rest.lines().next())
+        .expect("the command that reproduces the point");
+    let point = &recommendation[recommendation.find("recommended: point ").unwrap() + 19..]
+        .split(':')
+        .next()
+        .unwrap()
+        .to_string();
+    let row = rows.iter().find(|row| row[0] == *point).unwrap();
+    assert!(
+        command.ends_with(&format!(
+            " --set clients.rate={} --set upstream.workers={}",
+            row[3], row[4]
+        )),
+        "{command}"
+    );
+    let mut args = vec!["run"];
+    args.extend(command.split(' '));
+    let run_out = out.join("reproduced");
+    args.extend(["--no-charts", "--out", run_out.to_str().unwrap()]);
+    let run = retrystorm(&args);
+    assert!(
+        run.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: serde_json::Value =
+        serde_json::from_slice(&read(&run_out.join("risky"), "summary.json")).unwrap();
+    let policy = summary
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|policy| policy["policy"] == "no jitter")
+        .unwrap();
+    let column = |name: &str| header.iter().position(|column| column == name).unwrap();
+    for metric in ["operations", "succeeded"] {
+        assert_eq!(
+            row[column(metric)].parse::<u64>().unwrap(),
+            policy[metric].as_u64().unwrap(),
+            "{metric}"
+        );
+    }
+}
+
+/// An `[uncertain]` key that the sweep sets itself, by `--grid` or `--set` (the exact key), is
+/// not drawn, and the recommendation says so: with `upstream.workers` a grid key only
+/// `clients.rate` is drawn and has a column; with `clients.rate` given by `--set` too, nothing
+/// is drawn and `results.csv` has no column beyond the grid's, as without `[uncertain]`.
+#[test]
+fn a_sweep_does_not_draw_what_it_sets() {
+    let out = fresh_folder("risk-sweep-not-drawn");
+    let scenario = write_risky_once(&out);
+    let stdout = sweep_of(
+        &out.join("grid"),
+        &scenario,
+        &["--grid", "upstream.workers=5,8", "--seeds", "2"],
+    );
+    assert!(
+        stdout.contains("each seed draws the [uncertain] inputs by Latin hypercube: clients.rate (lognormal median 1.0, p95 1.3), so the intervals cover what you are unsure of in those inputs as well as chance; not drawn, because a --grid key or --set sets them: upstream.workers; they do not vary"),
+        "{stdout}"
+    );
+    let (header, _) = csv_of(&out.join("grid/risky-sweep/results.csv"));
+    assert_eq!(
+        header[..5],
+        [
+            "point",
+            "seed",
+            "upstream.workers",
+            "clients.rate",
+            "operations"
+        ]
+    );
+    let stdout = sweep_of(
+        &out.join("set"),
+        &scenario,
+        &[
+            "--grid",
+            "upstream.workers=5,8",
+            "--set",
+            "clients.rate=1.0",
+            "--seeds",
+            "2",
+        ],
+    );
+    assert!(
+        stdout.contains("seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); the [uncertain] inputs are not drawn, because a --grid key or --set sets them: clients.rate, upstream.workers; they do not vary the model's assumptions"),
+        "{stdout}"
+    );
+    let (header, _) = csv_of(&out.join("set/risky-sweep/results.csv"));
+    assert_eq!(
+        header[..4],
+        ["point", "seed", "upstream.workers", "operations"]
+    );
+}
+
+/// A sweep of drawn inputs split in shards merges to the bytes one process writes (the draws
+/// depend on `sweep.json` alone), and `merge` refuses a row whose draw is not its seed's.
+#[test]
+fn a_sharded_sweep_of_drawn_inputs_merges_to_the_same_bytes() {
+    let out = fresh_folder("risk-sweep-shards");
+    let args = ["--grid", "policy.base=50ms,100ms,200ms", "--seeds", "4"];
+    let scenario = write_risky_once(&out);
+    sweep_of(&out.join("whole"), &scenario, &args);
+    for shard in ["0/2", "1/2"] {
+        sweep_of(
+            &out.join("shards"),
+            &scenario,
+            &[&args[..], &["--shard", shard]].concat(),
+        );
+    }
+    let shards = out.join("shards/risky-shards");
+    let (zero, one) = (shards.join("shard-0-of-2"), shards.join("shard-1-of-2"));
+    let merged = retrystorm(&[
+        "merge",
+        zero.to_str().unwrap(),
+        one.to_str().unwrap(),
+        "--no-charts",
+        "--out",
+        out.join("merged").to_str().unwrap(),
+    ]);
+    assert!(
+        merged.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merged.stderr)
+    );
+    let (whole, merged) = (
+        out.join("whole/risky-sweep"),
+        out.join("merged/risky-sweep"),
+    );
+    for file in [
+        "results.csv",
+        "aggregate.csv",
+        "recommendation.txt",
+        "report.html",
+        "sweep.json",
+    ] {
+        assert_eq!(read(&whole, file), read(&merged, file), "{file}");
+    }
+    // Shard 1 holds point 1; its first row's workers drawn one higher is not the seed's draw.
+    let text = String::from_utf8(read(&one, "results.csv")).unwrap();
+    let first = text.lines().nth(1).unwrap();
+    let fields: Vec<&str> = first.split(',').collect();
+    let other = (fields[4].parse::<u64>().unwrap() % 8 + 1).to_string();
+    let damaged = [&fields[..4], &[other.as_str()], &fields[5..]]
+        .concat()
+        .join(",");
+    fs::write(one.join("results.csv"), text.replace(first, &damaged)).unwrap();
+    let refused = retrystorm(&[
+        "merge",
+        zero.to_str().unwrap(),
+        one.to_str().unwrap(),
+        "--no-charts",
+        "--out",
+        out.join("bad").to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "results.csv:2: upstream.workers is \"{other}\", but seed {} of this sweep draws \"{}\"",
+            fields[1], fields[4]
+        )),
+        "{stderr}"
+    );
+}
+
+/// Every point is checked with every uncertain input at both ends of its range before anything
+/// runs, and a point that fails is named with the draws: a `cap` drawn from 150 ms is below
+/// the `base` of 200 ms at point 2 only.
+#[test]
+fn a_sweep_checks_every_point_at_both_ends_of_its_inputs() {
+    let out = fresh_folder("risk-sweep-extremes");
+    let path = out.join("scenario.toml");
+    fs::write(
+        &path,
+        risky_once().replace(
+            "\"upstream.workers\" = { uniform = [5, 8] }",
+            "\"policy.cap\" = { uniform = [\"150ms\", \"3s\"] }",
+        ),
+    )
+    .unwrap();
+    let results = out.join("results");
+    let output = retrystorm(&[
         "sweep",
-        &write("risky.toml", RISKY),
-        "--grid",
-        "policy.base=50ms,100ms",
+        path.to_str().unwrap(),
         "--policy",
         "no jitter",
+        "--grid",
+        "policy.base=50ms,100ms,200ms",
         "--out",
-        out.to_str().unwrap(),
+        results.to_str().unwrap(),
     ]);
-    let stderr = String::from_utf8_lossy(&sweep.stderr);
-    assert!(stderr.contains("[uncertain]"), "{stderr}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success() && !results.exists(), "{stderr}");
+    for part in [
+        "[uncertain] policy.0.cap=150000us: cap 150ms is below base 200ms",
+        "at point 2 (policy.base=200ms) with the [uncertain] inputs at their lowest (clients.rate=0.38",
+        " policy.cap=150000us); every point of a grid must be a valid scenario with every [uncertain] input at either end of its range",
+    ] {
+        assert!(stderr.contains(part), "{part}\n{stderr}");
+    }
 }
