@@ -210,9 +210,11 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
         let drawn = scenario
             .uncertain
             .keys()
-            .any(|key| !args.set.iter().any(|set| set.key == *key));
+            .any(|key| !args.set.iter().any(|set| gives(&set.key, key)));
         let unreplicated = if drawn && scenario.risk.is_none() {
-            Some("its [uncertain] inputs are drawn once per replication")
+            Some(
+                "its [uncertain] inputs are drawn once per replication (one run at fixed values needs --set for each of them)",
+            )
         } else if args.shard.is_some() && scenario.risk.is_none() {
             Some("--shard splits the replications")
         } else {
@@ -714,4 +716,38 @@ fn peak_memory() -> Option<String> {
     let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(format!("{:.1} MiB", kib / 1024.0))
+}
+
+/// Whether `--set SET=...` gives the `[uncertain]` input `key`: the same key, or, for a key of
+/// every policy (`policy.cap`), the same field of one policy (`policy.0.cap`), as a sweep's
+/// reproducing command sets the tuned policy's.
+fn gives(set: &str, key: &str) -> bool {
+    set == key
+        || key.strip_prefix("policy.").is_some_and(|field| {
+            set.strip_prefix("policy.")
+                .and_then(|rest| rest.split_once('.'))
+                .is_some_and(|(_, rest)| rest == field)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::gives;
+
+    /// A sweep of a scenario of several policies sets the tuned policy's key (`policy.0.cap`)
+    /// where `[uncertain]` names every policy's (`policy.cap`); its reproducing command must
+    /// still count as giving the input. Other keys must match exactly.
+    #[test]
+    fn a_set_gives_the_same_key_or_one_policys_field() {
+        assert!(gives("upstream.workers", "upstream.workers"));
+        assert!(gives("policy.0.cap", "policy.cap"));
+        assert!(gives("policy.full jitter.cap", "policy.cap"));
+        assert!(gives(
+            "policy.1.controls.retry-budget.percent",
+            "policy.controls.retry-budget.percent"
+        ));
+        assert!(!gives("policy.0.base", "policy.cap"));
+        assert!(!gives("upstream.workers", "service.api.workers"));
+        assert!(!gives("policy.cap", "policy.0.cap"));
+    }
 }

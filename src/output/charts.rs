@@ -119,6 +119,26 @@ impl Format {
     }
 }
 
+/// A chart drawn as SVG once (the HTML pages embed it) and as the files of `formats`,
+/// `NAME.EXT`, which `render` draws (the SVG file is the same bytes). Returns the files and
+/// the SVG.
+pub fn drawn_in_formats(
+    name: &str,
+    formats: &[Format],
+    render: impl Fn(Format) -> Result<Vec<u8>, ChartError>,
+) -> Result<(Vec<(String, Vec<u8>)>, Vec<u8>), ChartError> {
+    let svg = render(Format::Svg)?;
+    let mut files = Vec::new();
+    for &format in formats {
+        let bytes = match format {
+            Format::Svg => svg.clone(),
+            format => render(format)?,
+        };
+        files.push((format!("{name}.{}", format.extension()), bytes));
+    }
+    Ok((files, svg))
+}
+
 impl FromStr for Format {
     type Err = String;
 

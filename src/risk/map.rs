@@ -19,7 +19,7 @@ use crate::claims::number;
 use crate::output::charts::phase_map::{
     MapAxis as ChartAxis, PhaseCell, PhaseMap, PhasePanel, render_phase_map,
 };
-use crate::output::charts::{ChartError, Format};
+use crate::output::charts::{ChartError, Format, drawn_in_formats};
 use crate::scenario::risk::{MAP_METRICS, MapExpect};
 
 use std::fmt::Write;
@@ -306,14 +306,9 @@ pub fn finalize(
         ("study.json".to_string(), manifest_bytes(prepared)),
     ];
     let picture = picture(prepared, &outcomes);
-    let svg = render_phase_map(&picture, Format::Svg)?;
-    for &format in formats {
-        let bytes = match format {
-            Format::Svg => svg.clone(),
-            format => render_phase_map(&picture, format)?,
-        };
-        files.push((format!("map.{}", format.extension()), bytes));
-    }
+    let (drawn, svg) =
+        drawn_in_formats("map", formats, |format| render_phase_map(&picture, format))?;
+    files.extend(drawn);
     let summary = summary(prepared, rows, &outcomes, &verdicts);
     files.push((
         "map.html".to_string(),

@@ -19,7 +19,7 @@
 use crate::base::stats::{clopper_pearson, dkw_half_width, mean_interval, spearman, t_quantile};
 use crate::claims::number;
 use crate::output::charts::ecdf::{EcdfChart, EcdfSeries, render_ecdf};
-use crate::output::charts::{ChartError, Format};
+use crate::output::charts::{ChartError, Format, drawn_in_formats};
 use crate::scenario::risk::UncertainInput;
 
 use std::fmt::Write;
@@ -395,12 +395,16 @@ fn ecdf_charts(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<(&'static str
             })
             .collect();
         EcdfChart {
-            title: format!("{}: {title} over {} runs", prepared.name, prepared.seeds.len()),
+            title: format!(
+                "{}: {title} over {} runs",
+                prepared.name,
+                prepared.seeds.len()
+            ),
             x_label: x_label.to_string(),
             series,
             note: format!(
                 "bands: 95% DKW (Massart), covering the whole distribution at once; seeds vary the randomness{}",
-                if prepared.uncertain.is_empty() {
+                if prepared.uncertain.inputs.is_empty() {
                     " only"
                 } else {
                     " and the [uncertain] inputs"
@@ -482,14 +486,8 @@ pub fn finalize(
     }
     let mut svgs = Vec::new();
     for (name, chart) in ecdf_charts(prepared, rows) {
-        let svg = render_ecdf(&chart, Format::Svg)?;
-        for &format in formats {
-            let bytes = match format {
-                Format::Svg => svg.clone(),
-                format => render_ecdf(&chart, format)?,
-            };
-            files.push((format!("{name}.{}", format.extension()), bytes));
-        }
+        let (drawn, svg) = drawn_in_formats(name, formats, |format| render_ecdf(&chart, format))?;
+        files.extend(drawn);
         svgs.push(svg);
     }
     let text = summary(prepared, &findings);

@@ -203,12 +203,11 @@ fn validate_risk(scenario: &Scenario) -> Result<(), Problem> {
                 ),
             ));
         }
-        let comparisons = [
+        if !exactly_one([
             claim.better_than.is_some(),
             claim.at_least.is_some(),
             claim.at_most.is_some(),
-        ];
-        if comparisons.iter().filter(|given| **given).count() != 1 {
+        ]) {
             return Err((
                 span,
                 "a map claim needs exactly one of better_than = \"<policy>\", at_least = <share> and at_most = <share>".into(),
@@ -896,12 +895,11 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
     for spanned in &scenario.expect {
         let (claim, span) = (spanned.get_ref(), spanned.span());
         known(&claim.policy, span.clone())?;
-        let comparisons = [
+        if !exactly_one([
             claim.better_than.is_some(),
             claim.at_least.is_some(),
             claim.at_most.is_some(),
-        ];
-        if comparisons.iter().filter(|given| **given).count() != 1 {
+        ]) {
             return Err((
                 span,
                 "a claim needs exactly one of better_than = \"<policy>\", at_least = <value> and at_most = <value>".into(),
@@ -1005,4 +1003,10 @@ const INCIDENT_METRICS: [&str; 4] = [
 /// Whether the scenario has an incident (validated before the claims).
 fn has_incident(scenario: &Scenario) -> bool {
     matches!(validate_incident(scenario), Ok(Some(_)))
+}
+
+/// Whether exactly one of a claim's comparisons (`better_than`, `at_least`, `at_most`) is
+/// given.
+fn exactly_one(comparisons: [bool; 3]) -> bool {
+    comparisons.iter().filter(|given| **given).count() == 1
 }
