@@ -119,14 +119,21 @@ impl Format {
     }
 }
 
-/// A chart drawn as SVG once (the HTML pages embed it) and as the files of `formats`,
-/// `NAME.EXT`, which `render` draws (the SVG file is the same bytes). Returns the files and
-/// the SVG.
+/// A chart's files, `NAME.EXT` in each format asked for, and its SVG, which HTML pages embed.
+pub struct DrawnChart {
+    /// The files, by name.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// The SVG, drawn whether or not a file of it is asked for.
+    pub svg: Vec<u8>,
+}
+
+/// A chart drawn as SVG once and as the files of `formats`, `NAME.EXT`, which `render` draws
+/// (the SVG file is the same bytes as the SVG embedded).
 pub fn drawn_in_formats(
     name: &str,
     formats: &[Format],
     render: impl Fn(Format) -> Result<Vec<u8>, ChartError>,
-) -> Result<(Vec<(String, Vec<u8>)>, Vec<u8>), ChartError> {
+) -> Result<DrawnChart, ChartError> {
     let svg = render(Format::Svg)?;
     let mut files = Vec::new();
     for &format in formats {
@@ -136,7 +143,7 @@ pub fn drawn_in_formats(
         };
         files.push((format!("{name}.{}", format.extension()), bytes));
     }
-    Ok((files, svg))
+    Ok(DrawnChart { files, svg })
 }
 
 impl FromStr for Format {

@@ -19,7 +19,7 @@ use crate::claims::number;
 use crate::output::charts::phase_map::{
     MapAxis as ChartAxis, PhaseCell, PhaseMap, PhasePanel, render_phase_map,
 };
-use crate::output::charts::{ChartError, Format, drawn_in_formats};
+use crate::output::charts::{ChartError, DrawnChart, Format, drawn_in_formats};
 use crate::scenario::risk::{MAP_METRICS, MapExpect};
 
 use std::fmt::Write;
@@ -306,7 +306,7 @@ pub fn finalize(
         ("study.json".to_string(), manifest_bytes(prepared)),
     ];
     let picture = picture(prepared, &outcomes);
-    let (drawn, svg) =
+    let DrawnChart { files: drawn, svg } =
         drawn_in_formats("map", formats, |format| render_phase_map(&picture, format))?;
     files.extend(drawn);
     let summary = summary(prepared, rows, &outcomes, &verdicts);

@@ -19,7 +19,7 @@
 use crate::base::stats::{clopper_pearson, dkw_half_width, mean_interval, spearman, t_quantile};
 use crate::claims::number;
 use crate::output::charts::ecdf::{EcdfChart, EcdfSeries, render_ecdf};
-use crate::output::charts::{ChartError, Format, drawn_in_formats};
+use crate::output::charts::{ChartError, DrawnChart, Format, drawn_in_formats};
 use crate::scenario::risk::UncertainInput;
 
 use std::fmt::Write;
@@ -486,7 +486,8 @@ pub fn finalize(
     }
     let mut svgs = Vec::new();
     for (name, chart) in ecdf_charts(prepared, rows) {
-        let (drawn, svg) = drawn_in_formats(name, formats, |format| render_ecdf(&chart, format))?;
+        let DrawnChart { files: drawn, svg } =
+            drawn_in_formats(name, formats, |format| render_ecdf(&chart, format))?;
         files.extend(drawn);
         svgs.push(svg);
     }
