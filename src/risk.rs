@@ -317,7 +317,7 @@ impl StudySpec {
         let costs = cells
             .par_iter()
             .map(|&cell| {
-                let mut cost = None;
+                let mut cost: Option<Vec<PolicyCost>> = None;
                 for draws in &extremes {
                     let scenario = self.load(cell, draws, reading).map_err(|error| {
                         match cell {
@@ -337,7 +337,16 @@ impl StudySpec {
                             cell.map(|cell| format!(" at cell {cell} ({})", self.describe_cell(cell))).unwrap_or_default()
                         )));
                     }
-                    cost.get_or_insert_with(|| Estimate::of(&scenario, 1).policies);
+                    // The estimate bounds the cell at either end of every uncertain input.
+                    let this = Estimate::of(&scenario, 1).policies;
+                    cost = Some(match cost {
+                        None => this,
+                        Some(bound) => bound
+                            .iter()
+                            .zip(&this)
+                            .map(|(bound, cost)| bound.spanning(cost))
+                            .collect(),
+                    });
                 }
                 Ok(cost.expect("at least one set of draws"))
             })

@@ -748,14 +748,17 @@ impl SweepSpec {
         let built: Vec<Result<PolicyCost, SweepError>> = (0..self.point_count())
             .into_par_iter()
             .map(|point| {
-                let mut costs = extremes
+                let costs = extremes
                     .iter()
                     .map(|(draws, drawn)| {
                         self.check_point(point, (draws, drawn), (&services, &asked), reading)
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                // The estimate is the lowest draws' (the first), as a replicated study's is.
-                Ok(costs.swap_remove(0))
+                // The estimate bounds the point at either end of every uncertain input.
+                Ok(costs
+                    .iter()
+                    .skip(1)
+                    .fold(costs[0].clone(), |bound, cost| bound.spanning(cost)))
             })
             .collect();
         let costs = built.into_iter().collect::<Result<Vec<_>, _>>()?;

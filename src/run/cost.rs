@@ -102,6 +102,21 @@ pub struct PolicyCost {
     pub memory_bytes: f64,
 }
 
+impl PolicyCost {
+    /// A cost that bounds both `self` and `other`, the costs of one run with different inputs
+    /// (an uncertain input at either end of its range): the fewer of their fewest events, the
+    /// more of their most events, operations and memory, so that an estimate made before the
+    /// draws are known is still a bound.
+    pub fn spanning(&self, other: &PolicyCost) -> PolicyCost {
+        PolicyCost {
+            operations: self.operations.max(other.operations),
+            fewest_events: self.fewest_events.min(other.fewest_events),
+            most_events: self.most_events.max(other.most_events),
+            memory_bytes: self.memory_bytes.max(other.memory_bytes),
+        }
+    }
+}
+
 /// A whole run: every policy, run `threads` at a time.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Estimate {

@@ -728,3 +728,44 @@ fn a_sweep_checks_every_point_at_both_ends_of_its_inputs() {
         assert!(stderr.contains(part), "{part}\n{stderr}");
     }
 }
+
+/// The cost announced before a study runs bounds every draw of its uncertain inputs, not just
+/// the lowest: with `clients.count` drawn from 100 to 400, the fewest events are those of 100
+/// clients and the most (and the memory) those of 400, as `check` estimates each.
+#[test]
+fn a_studys_cost_bounds_both_ends_of_its_uncertain_inputs() {
+    use retrystorm::import::load_str;
+    use retrystorm::run::cost::Estimate;
+    use retrystorm::scenario::Override;
+    let text = RISKY.replace(
+        "\"upstream.workers\" = { uniform = [5, 8] }\n\"clients.rate\" = { lognormal = { median = 1.0, p95 = 1.3 } }\n",
+        "\"clients.count\" = { uniform = [100, 400] }\n",
+    );
+    let spec = StudySpec {
+        kind: StudyKind::Replications,
+        scenario_path: "risky.toml".into(),
+        scenario_text: text.clone(),
+        fixed: vec![],
+        axes: vec![],
+        replications: 12,
+        min_replications: 12,
+        configs: Default::default(),
+    };
+    let prepared = spec.prepare().unwrap();
+    let at = |count: &str| {
+        let scenario = load_str(
+            &text,
+            "risky.toml",
+            &[Override::set("clients.count", count)],
+        )
+        .unwrap();
+        Estimate::of(&scenario, 1).policies
+    };
+    let (low, high) = (at("100"), at("400"));
+    for (policy, cost) in prepared.costs[0].iter().enumerate() {
+        assert_eq!(cost.fewest_events, low[policy].fewest_events);
+        assert_eq!(cost.most_events, high[policy].most_events);
+        assert_eq!(cost.memory_bytes, high[policy].memory_bytes);
+        assert!(high[policy].most_events > 3.0 * low[policy].most_events);
+    }
+}
