@@ -80,7 +80,12 @@ fn ms(micros: f64) -> String {
     format!("{:.3}", micros / MICROS_PER_MS as f64)
 }
 
-fn csv_bytes<H: AsRef<[u8]>>(header: &[H], rows: impl IntoIterator<Item = Vec<String>>) -> Vec<u8> {
+/// A CSV file of `header` and `rows`, in memory, each row made as it is written (a
+/// million-point sweep would otherwise hold every field as a string of its own at once).
+pub(crate) fn csv_bytes<H: AsRef<[u8]>>(
+    header: &[H],
+    rows: impl IntoIterator<Item = Vec<String>>,
+) -> Vec<u8> {
     let mut writer = csv::Writer::from_writer(Vec::new());
     writer.write_record(header).expect("writing to memory");
     for row in rows {

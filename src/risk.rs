@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::text_file::{TextFileError, read_bytes};
 use crate::claims::{describe, evaluate_each};
 use crate::engine::Quiet;
+use crate::output::csv_bytes;
 use crate::run::cost::{Estimate, PolicyCost};
 use crate::run::run_scenario;
 use crate::scenario::risk::MapAxis;
@@ -583,11 +584,7 @@ fn rows_header(prepared: &PreparedStudy) -> Vec<String> {
 
 /// The CSV of `rows`.
 pub fn rows_csv(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<u8> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer
-        .write_record(rows_header(prepared))
-        .expect("writing to memory");
-    for row in rows {
+    let lines = rows.iter().map(|row| {
         let mut line = vec![
             row.cell.to_string(),
             row.replication.to_string(),
@@ -608,9 +605,9 @@ pub fn rows_csv(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<u8> {
             Some(false) => "did not hold".to_string(),
             None => String::new(),
         }));
-        writer.write_record(&line).expect("writing to memory");
-    }
-    writer.into_inner().expect("writing to memory")
+        line
+    });
+    csv_bytes(&rows_header(prepared), lines)
 }
 
 /// The name of the study's rows file.

@@ -20,6 +20,7 @@ use crate::output::charts::phase_map::{
     MapAxis as ChartAxis, PhaseCell, PhaseMap, PhasePanel, render_phase_map,
 };
 use crate::output::charts::{ChartError, DrawnChart, Format, drawn_in_formats};
+use crate::output::csv_bytes;
 use crate::scenario::risk::{MAP_METRICS, MapExpect};
 
 use std::fmt::Write;
@@ -206,7 +207,6 @@ pub fn judge(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<Map
 /// `map.csv`: one row per cell and policy, with the probability of recovering, its 95% Wilson
 /// interval and the median recovery.
 fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = vec!["cell".into()];
     header.extend(prepared.spec.axes.iter().map(|axis| axis.label()));
     header.extend(
@@ -221,7 +221,7 @@ fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
         ]
         .map(String::from),
     );
-    writer.write_record(&header).expect("writing to memory");
+    let mut lines = Vec::new();
     for cell in 0..prepared.spec.cell_count() {
         for (policy, cells) in prepared.policies.iter().zip(outcomes) {
             let outcome = &cells[cell];
@@ -249,10 +249,10 @@ fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
                     .median_recovery_s
                     .map_or_else(|| "never".into(), |time| format!("{time:.6}")),
             ]);
-            writer.write_record(&line).expect("writing to memory");
+            lines.push(line);
         }
     }
-    writer.into_inner().expect("writing to memory")
+    csv_bytes(&header, lines)
 }
 
 /// The phase map's picture.

@@ -20,6 +20,7 @@ use crate::base::stats::{clopper_pearson, dkw_half_width, mean_interval, spearma
 use crate::claims::number;
 use crate::output::charts::ecdf::{EcdfChart, EcdfSeries, render_ecdf};
 use crate::output::charts::{ChartError, DrawnChart, Format, drawn_in_formats};
+use crate::output::csv_bytes;
 use crate::scenario::risk::UncertainInput;
 
 use std::fmt::Write;
@@ -504,15 +505,6 @@ pub fn finalize(
     Ok((files, text, failed))
 }
 
-fn csv_of(header: &[&str], lines: Vec<Vec<String>>) -> Vec<u8> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.write_record(header).expect("writing to memory");
-    for line in lines {
-        writer.write_record(&line).expect("writing to memory");
-    }
-    writer.into_inner().expect("writing to memory")
-}
-
 /// `risk.csv`: per policy, each outcome's runs, count, probability and 95% Clopper-Pearson
 /// interval; then each claim's.
 fn risk_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
@@ -548,7 +540,7 @@ fn risk_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
             odds.probability.map_or_else(String::new, |p| p.to_string()),
         ));
     }
-    csv_of(
+    csv_bytes(
         &[
             "policy",
             "outcome",
@@ -565,7 +557,7 @@ fn risk_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
 
 /// `paired.csv`: every comparison, paired and unpaired.
 fn paired_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
-    let lines = findings
+    let lines: Vec<Vec<String>> = findings
         .paired
         .iter()
         .map(|pair| {
@@ -585,7 +577,7 @@ fn paired_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
             ]
         })
         .collect();
-    csv_of(
+    csv_bytes(
         &[
             "policy",
             "against",
@@ -602,7 +594,7 @@ fn paired_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
 
 /// `sensitivity.csv`: every uncertain input's rank correlation with every outcome.
 fn sensitivity_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
-    let lines = findings
+    let lines: Vec<Vec<String>> = findings
         .influences
         .iter()
         .map(|influence| {
@@ -616,7 +608,7 @@ fn sensitivity_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
             ]
         })
         .collect();
-    csv_of(&["input", "policy", "outcome", "spearman"], lines)
+    csv_bytes(&["input", "policy", "outcome", "spearman"], lines)
 }
 
 /// The text the terminal shows (and the page repeats).

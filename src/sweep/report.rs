@@ -25,6 +25,7 @@ use super::{MAX_MANIFEST_BYTES, PreparedSweep, ResultRow, Shard, SweepError, Swe
 use crate::base::escape::quoted;
 use crate::base::text_file::{TextFileError, read_bytes};
 use crate::output::charts::{ChartError, Format};
+use crate::output::csv_bytes;
 use crate::output::report::{PointTable, SweepPage, SweepSection, sweep_report_html};
 use crate::scenario::uncertain::UncertainDraws;
 use crate::sweep::heatmap::{self, HeatmapData};
@@ -33,17 +34,6 @@ use crate::vocabulary::metric::NamedMetric;
 
 /// A file to write: its name in the sweep's folder and its bytes.
 pub type OutputFile = (String, Vec<u8>);
-
-/// A CSV file of `header` and `rows`, each row made as it is written (a million-point sweep
-/// would otherwise hold every field as a string of its own at once).
-fn csv_bytes(header: &[String], rows: impl Iterator<Item = Vec<String>>) -> Vec<u8> {
-    let mut writer = csv::Writer::from_writer(Vec::new());
-    writer.write_record(header).expect("writing to memory");
-    for row in rows {
-        writer.write_record(&row).expect("writing to memory");
-    }
-    writer.into_inner().expect("writing to memory")
-}
 
 /// The header of `results.csv`: point, seed, the grid keys, the `[uncertain]` keys drawn
 /// (none without) and the metrics (`columns`).
