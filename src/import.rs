@@ -253,6 +253,17 @@ pub fn import_str(
     }
 }
 
+/// Marks `imported` as its system retries: whatever request fails as its conditions say,
+/// whatever the method (`unsafe_retries = true`), the article's client rule (no retry of a POST
+/// without idempotency key or status endpoint) not applied; `rule` says why, citing the
+/// system, in a note that also says how to get the article's rule back.
+pub(crate) fn retries_any_method(imported: &mut Imported, rule: &str) {
+    imported.unsafe_retries = Some(true);
+    imported.notes.push(format!(
+        "{rule}: unsafe_retries = true, so a POST without idempotency key or status endpoint is retried too, and a write whose answer was lost is written again; write unsafe_retries = false beside the import for the article's client rule"
+    ));
+}
+
 /// The name `part` gives, if it is the `field` this kind of config reads (`""`: it reads
 /// none); `what` names the kind in the error.
 fn part_for<'p>(

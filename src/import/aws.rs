@@ -12,6 +12,11 @@
 //! (429 here) and every failure without a response. The SDKs set no call deadline and no
 //! attempt timeout of their own here: `attempt_timeout = "none"`, the deadline the scenario's.
 //!
+//! The SDKs retry every operation that fails so, whatever its method (`unsafe_retries = true`).
+//! Several APIs carry an idempotency token (`ClientToken`, `ClientRequestToken`) that the SDK
+//! fills in when the caller does not, which makes their retries safe; which operations have one
+//! is the API's, not the config's, so the notes ask for `idempotency_key = true` where it does.
+//!
 //! The file is INI as the SDKs read it: `[default]` and `[profile NAME]` sections of
 //! `key = value` lines, `#` and `;` comments, indented lines continuing a key's sub-settings
 //! (a service's, ignored here). Other settings (region, credentials, ...) are not read and
@@ -218,6 +223,10 @@ pub fn import(text: &str, profile: Option<&str>) -> Result<Imported, ImportError
         attempts - 1
     ));
     imported.notes.push("retried: throttling (429), 500, 502, 503, 504 and every failure without a response (timeouts, resets, refused connections)".into());
+    super::retries_any_method(
+        &mut imported,
+        "the SDK retries every operation that fails with a retryable error, whatever it writes; operations whose API has an idempotency token (ClientToken, ClientRequestToken) get one filled in by the SDK, which a config does not say: write idempotency_key = true in the policy (or on those operations) where the API has one",
+    );
     imported.notes.push("Retry-After is not read (the classic modes; x-amz-retry-after comes with AWS_NEW_RETRIES_2026): retry_after = \"ignore\"".into());
     imported.notes.push("the SDK sets no deadline or attempt timeout here: attempt_timeout = \"none\", the call's deadline is the scenario's".into());
     if legacy {

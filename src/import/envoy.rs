@@ -18,6 +18,8 @@
 //! | `circuit_breakers.thresholds[0].max_requests` (default 1024) | a `connection-pool` control, per process: an attempt over it ends the call with `pool-overflow` |
 //! | `max_connections`, `max_pending_requests` (default 1024 each, if either is written) | the pool is HTTP/1.1: a request that finds every connection busy waits, up to `max_pending_requests` |
 //!
+//! | (no rule on methods: any request whose failure matches `retry_on` is retried) | `unsafe_retries = true`: a POST without key is retried too |
+//!
 //! Conditions and settings that depend on what the simulator does not model (response
 //! headers, gRPC statuses, host metadata, priorities) are refused by name.
 //! A `retry_on` of `retriable-status-codes` alone retries the listed statuses and no timeout,
@@ -212,6 +214,12 @@ pub(crate) fn read_retry_policy(
     ));
     imported.retryable_transport_errors = Some(transport);
     imported.retryable_statuses = Some(statuses);
+    // The router has no rule on methods; only `retriable_request_headers` (refused above, as
+    // request headers are not simulated) would restrict which requests are retried.
+    super::retries_any_method(
+        imported,
+        "Envoy's router retries any request whose failure matches retry_on, whatever its method (only retriable_request_headers, such as :method GET, would restrict it)",
+    );
     let retries = match policy.get("num_retries") {
         None => 1,
         Some(value) => integer(value, "retry_policy.num_retries", 100)?,

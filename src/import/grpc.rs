@@ -23,6 +23,20 @@
 //! `waitForReady: true`, message size limits and load-balancing settings change what a client
 //! does in ways the simulator does not model, and are refused by name.
 //!
+//! **Which RPCs are retried.** gRPC has no rule on methods: "gRPC retries do not provide a
+//! mechanism to specifically mark a method as idempotent" (gRFC A6). It stops retrying an RPC
+//! once it is *committed*, when "the client receives Response-Headers", and servers "should
+//! delay the Response-Headers until the first response message", sending an error "in
+//! Trailers-Only" when the handler fails first. The simulated RPCs are unary and answer
+//! whole, so none is committed before it ends: an error status (an overloaded service's 503,
+//! an injected error, even after the write committed) comes Trailers-Only and is retried if
+//! its code is retryable; a reset or refused connection has received nothing (UNAVAILABLE);
+//! a timeout ends the call at its deadline (gRPC has no per-attempt timeout), and a timed-out
+//! attempt under a policy's own `attempt_timeout` has received nothing either. So the import
+//! sets `unsafe_retries = true`: a POST without key is retried on every failure the policy
+//! retries. A server that sends its headers early (a streaming response) would commit the RPC;
+//! the simulator has none.
+//!
 //! With several entries, `import_method` (`--method`) names the method simulated, and the entry
 //! read is the one gRPC applies to it: the most specific match wins (`service_config.proto`,
 //! `MethodConfig.name`), the entry naming the service and method, else the service alone,
@@ -37,6 +51,9 @@ use crate::retry::backoff::Jitter;
 use crate::retry::decision::StatusSet;
 use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::{AttemptTimeout, ControlSpec, TransportError};
+
+/// Which RPCs gRPC retries, as it applies to the simulated ones (see the module's documentation).
+const COMMITTED_RULE: &str = "gRPC retries an RPC whatever its method until it is committed, when its response headers arrive (gRFC A6); a server answers an error status Trailers-Only, without headers, and a reset, refused or timed-out attempt has received none, so every failure simulated is retried whatever the method";
 
 /// gRPC clients clamp `maxAttempts` to this by default.
 const MAX_ATTEMPTS_CLAMP: u64 = 5;
@@ -334,6 +351,10 @@ fn read_method_config(
         imported.hedging = Some(hedging);
         imported.max_attempts = Some(0);
         imported.retry_after = Some(RetryAfterMode::Pushback);
+        super::retries_any_method(
+            imported,
+            "gRPC hedges the methods its config names, whatever they do (gRFC A6: \"gRPC retries do not provide a mechanism to specifically mark a method as idempotent\")",
+        );
         return Ok(());
     }
     let Some(policy) = entry.get("retryPolicy") else {
@@ -437,6 +458,7 @@ fn read_method_config(
         imported.retryable_transport_errors = Some(vec![TransportError::Timeout]);
         imported.notes.push("UNAVAILABLE is not retryable, so neither is a reset or a refused connection (gRPC fails such an attempt with UNAVAILABLE)".into());
     }
+    super::retries_any_method(imported, COMMITTED_RULE);
     Ok(())
 }
 

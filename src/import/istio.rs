@@ -21,6 +21,11 @@
 //! unless a `DestinationRule` sets them, so an imported route has no retry or request limit
 //! (Envoy's default of 3 concurrent retries does not apply under Istio).
 //!
+//! The generated `retry_policy` has no `retriable_request_headers` (a VirtualService cannot
+//! write one; only an EnvoyFilter can), so Envoy retries any request of the route whose failure
+//! matches `retryOn`, whatever its method: `unsafe_retries = true`, as the Envoy importer sets
+//! it (the notes say so). With `attempts` 0 there is no retry policy, and nothing to set.
+//!
 //! A route that injects faults, mirrors, redirects, answers directly or delegates does what
 //! the simulator does not model, and is refused by name. With several routes,
 //! `import_route` (`--route`) names the one read.

@@ -26,6 +26,11 @@
 //! | `timeout.linkerd.io/request`, `timeout.linkerd.io/response` | `deadline` (the earlier) |
 //! | (the backoff the policy controller sends: 25 ms to 250 ms, jitter ratio 1) | `base = "25ms"`, `cap = "250ms"`, `jitter = "linkerd"` |
 //!
+//! Linkerd checks no method: "Retries are supported for all idempotent requests, whatever verb
+//! they use" (its docs), idempotent meaning what the user marked retryable, so a retryable
+//! route's POST is retried too (`unsafe_retries = true`); a body over 64 KiB is not retried (the
+//! proxy buffers at most that), and the simulated requests carry none.
+//!
 //! Resets and refused connections are not retried by these imports, and Retry-After is not
 //! read (`retry_after = "ignore"`). Failure accrual (circuit
 //! breaking) ejects instances of the service's fleet and is refused with the fleet setting to
@@ -42,6 +47,9 @@ use crate::retry::backoff::Jitter;
 use crate::retry::decision::StatusSet;
 use crate::retry::retry_after::RetryAfterMode;
 use crate::scenario::{AttemptTimeout, ControlSpec, TransportError};
+
+/// Which requests Linkerd retries: those of a route marked retryable, whatever their method.
+const ROUTE_RULE: &str = "Linkerd retries the requests of a route marked retryable, whatever their method: marking only idempotent routes is left to the user (Linkerd's retries docs); bodies over 64 KiB are not retried, and the simulated requests have none";
 
 /// A ServiceProfile route's default `timeout` (Linkerd's current documentation).
 pub const DEFAULT_ROUTE_TIMEOUT: Duration = Duration(10 * MICROS_PER_SECOND);
@@ -192,6 +200,7 @@ pub fn import_service_profile(
             ));
             let budget = budget(spec.get("retryBudget"), &mut imported)?;
             imported.controls.push(budget);
+            super::retries_any_method(&mut imported, ROUTE_RULE);
         }
         Some(_) => {
             return Err(field_error(
@@ -417,6 +426,7 @@ pub fn import_annotations(config: &Map<String, Value>) -> Result<Imported, Impor
         } else {
             Vec::new()
         });
+        super::retries_any_method(&mut imported, ROUTE_RULE);
     }
     if let Some(timeout) = attempt_timeout {
         imported.attempt_timeout = Some(AttemptTimeout::After(timeout));

@@ -17,6 +17,9 @@
 //! | `circuitbreaker.*` (`failureRateThreshold` 50, `slowCallRateThreshold` 100, `slowCallDurationThreshold` 60 s, `slidingWindowType` COUNT_BASED, `slidingWindowSize` 100, `minimumNumberOfCalls` 100, `waitDurationInOpenState` 60 s, `permittedNumberOfCallsInHalfOpenState` 10) | a `circuit-breaker` control per process: `failure_rate`, `slow_call_rate`, `slow_call_duration`, `window_calls` or `window`, `minimum_calls`, `wait_open`, `half_open_calls` |
 //! | `timelimiter.timeoutDuration` (1 s) | `attempt_timeout`; without a time limiter `"none"` |
 //!
+//! A `Retry` decorates a call, whatever it does: it knows no HTTP method, so the import sets
+//! `unsafe_retries = true` (a POST without key is retried too).
+//!
 //! `retryExceptions`, `ignoreExceptions` and predicates name Java classes, whose meaning
 //! depends on the HTTP client; they are refused by name, as are a bulkhead or rate limiter of
 //! the instance. With several instances, `import_instance` (`--instance`) names the one read.
@@ -461,6 +464,10 @@ fn read_retry(
         "the wait is resilience4j's own: Retry-After is not read (retry_after = \"ignore\")".into(),
     );
     imported.notes.push("no retryExceptions: resilience4j retries every exception, and a Spring HTTP client throws one for every 4xx and 5xx and every I/O error: statuses 400-599, timeouts, resets, refused connections".into());
+    super::retries_any_method(
+        imported,
+        "resilience4j retries whatever call it decorates, on the exceptions configured; it knows no HTTP method",
+    );
     Ok(())
 }
 

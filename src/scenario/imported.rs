@@ -76,6 +76,10 @@ pub struct Imported {
     pub previous_hosts: Option<u64>,
     /// Hedging instead of retries.
     pub hedging: Option<Hedging>,
+    /// Whether the system repeats a request the article's rule would not (a POST without key
+    /// or status endpoint): `Some(true)` for every importer, as proxies, SDKs and decorators
+    /// retry whatever call fails with a retryable error, whatever its method.
+    pub unsafe_retries: Option<bool>,
     /// How the config was mapped, for the reader.
     pub notes: Vec<String>,
 }
@@ -104,6 +108,7 @@ impl Imported {
                 hedging: &mut policy.hedging,
                 controls: &mut policy.controls,
                 previous_hosts: &mut policy.previous_hosts,
+                unsafe_retries: &mut policy.unsafe_retries,
             },
             &free,
         );
@@ -133,6 +138,7 @@ impl Imported {
                 hedging: &mut retry.hedging,
                 controls: &mut retry.controls,
                 previous_hosts: &mut retry.previous_hosts,
+                unsafe_retries: &mut retry.unsafe_retries,
             },
             &free,
         );
@@ -172,6 +178,9 @@ impl Imported {
         }
         if let (Some(attempts), true) = (self.previous_hosts, free("previous_hosts")) {
             *target.previous_hosts = Bounded(attempts);
+        }
+        if let (Some(unsafe_retries), true) = (self.unsafe_retries, free("unsafe_retries")) {
+            *target.unsafe_retries = unsafe_retries;
         }
         if free("controls") {
             *target.controls = self
@@ -224,4 +233,5 @@ struct Shared<'a> {
     hedging: &'a mut Option<toml::Spanned<Hedging>>,
     controls: &'a mut Vec<toml::Spanned<ControlSpec>>,
     previous_hosts: &'a mut Bounded<0, 100>,
+    unsafe_retries: &'a mut bool,
 }
