@@ -181,6 +181,41 @@ pub fn import_fleet_text_of(path: &Path, text: &str) -> Result<ImportedFleet, Im
     })
 }
 
+/// The fleet half of `text` (read from `path`) when it is an Istio DestinationRule that writes
+/// one (`loadBalancer` or `outlierDetection`): what a service's `fleet.import` of the file
+/// gives, with whether the rule has the callers' half (`connectionPool`) too; `None` for any
+/// other config. `retrystorm import` shows it beside the policy.
+pub fn fleet_half_of(
+    path: &Path,
+    text: &str,
+) -> Result<Option<(ImportedFleet, bool)>, ImportError> {
+    let yaml = matches!(
+        path.extension().and_then(|e| e.to_str()),
+        Some("yaml" | "yml")
+    );
+    if !yaml && aws::is_ini(text) {
+        return Ok(None);
+    }
+    let document = document::parse(text, yaml).map_err(|error| ImportError {
+        file: path.display().to_string(),
+        ..error
+    })?;
+    let traffic = document
+        .get("spec")
+        .and_then(|spec| spec.get("trafficPolicy"))
+        .and_then(Value::as_object);
+    let (Some("DestinationRule"), Some(traffic)) =
+        (document.get("kind").and_then(Value::as_str), traffic)
+    else {
+        return Ok(None);
+    };
+    if istio::present(traffic, &istio::FLEET_HALF).is_empty() {
+        return Ok(None);
+    }
+    let callers = traffic.contains_key("connectionPool");
+    import_fleet_text_of(path, text).map(|fleet| Some((fleet, callers)))
+}
+
 /// The kinds of config recognised, for the error about a file that is none of them.
 const RECOGNISED: &str = "a gRPC service config (methodConfig, retryThrottling), an Envoy retry policy (retry_policy), an Istio VirtualService (kind: VirtualService), a Linkerd ServiceProfile (kind: ServiceProfile) or a Service, HTTPRoute or GRPCRoute with retry.linkerd.io annotations, a Spring application.yml with resilience4j, or an AWS shared config file (an INI file of [default] and [profile NAME] sections); see scenarios/configs/";
 

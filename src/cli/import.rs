@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use retrystorm::import::import_file;
-use retrystorm::scenario::{ImportPart, Policy, check_policy_name};
+use retrystorm::import::{fleet_half_of, import_file, read_config};
+use retrystorm::scenario::{ImportPart, ImportedFleet, Policy, check_policy_name};
 
 /// Flags of `import`.
 #[derive(Debug, Args)]
@@ -45,6 +45,27 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
         ("import_profile", args.profile.clone()),
     ])
     .expect("clap allows one of them");
+    let fleet = match read_config(&args.config).and_then(|text| fleet_half_of(&args.config, &text))
+    {
+        Ok(fleet) => fleet,
+        Err(error) => {
+            super::report(format_args!("{error}"));
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut out = io::stdout().lock();
+    // A DestinationRule of the fleet's half alone has no policy to print.
+    if let Some((fleet, false)) = &fleet {
+        if part.is_some() {
+            super::report(format_args!(
+                "{}: a DestinationRule has one part; remove the flag that chooses one",
+                args.config.display()
+            ));
+            return Ok(ExitCode::FAILURE);
+        }
+        write_fleet(&mut out, &args.config, fleet, "")?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let imported = match import_file(&args.config, part.as_ref()) {
         Ok(imported) => imported,
         Err(error) => {
@@ -66,7 +87,6 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
     }
     let mut policy = Policy::named(&name);
     imported.apply(&mut policy, &[]);
-    let mut out = io::stdout().lock();
     writeln!(
         out,
         "# Imported from {} ({}).",
@@ -81,7 +101,43 @@ pub fn import(args: &ImportArgs) -> io::Result<ExitCode> {
     })
     .map_err(|error| io::Error::other(error.to_string()))?;
     out.write_all(document.as_bytes())?;
+    if let Some((fleet, _)) = &fleet {
+        // Commented, so that what is printed stays one `[[policy]]` table to paste.
+        writeln!(out)?;
+        write_fleet(&mut out, &args.config, fleet, "# ")?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The fleet half of a DestinationRule as the `fleet` line of a `[[service]]` (or
+/// `[upstream]`), each line after `prefix` (`"# "` below a policy), with its notes.
+fn write_fleet(
+    out: &mut impl Write,
+    config: &std::path::Path,
+    fleet: &ImportedFleet,
+    prefix: &str,
+) -> io::Result<()> {
+    let shown = retrystorm::base::escape::user_text(&config.display().to_string()).into_owned();
+    writeln!(
+        out,
+        "# The fleet half ({}): what a service's fleet = {{ import = {shown:?} }} gives its instances.",
+        fleet.source
+    )?;
+    for note in &fleet.notes {
+        writeln!(out, "# - {note}")?;
+    }
+    let mut table = toml::Table::new();
+    table.insert(
+        "load_balancer".into(),
+        toml::Value::try_from(fleet.load_balancer).map_err(io::Error::other)?,
+    );
+    if let Some(rules) = &fleet.outlier_detection {
+        table.insert(
+            "outlier_detection".into(),
+            toml::Value::try_from(rules).map_err(io::Error::other)?,
+        );
+    }
+    writeln!(out, "{prefix}fleet = {}", toml::Value::Table(table))
 }
 
 /// `--name`, checked as the scenario loader checks a policy's name.

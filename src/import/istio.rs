@@ -377,23 +377,24 @@ fn istio_field(error: ImportError, prefix: &str) -> ImportError {
 /// writes from it (`cluster_traffic_policy.go`, `applyConnectionPool`): `http.maxRetries` the
 /// concurrent retries (a 0% `retry-budget` with that `min_concurrency`), `http.http2MaxRequests`
 /// the requests in flight, `tcp.maxConnections` and `http.http1MaxPendingRequests` an HTTP/1.1
-/// pool (a `connection-pool` control). What is unset stays Istio's 2^32 - 1, unlimited.
-/// Outlier detection and load balancing belong to the service's fleet, not to a caller's
-/// policy, and are refused, pointing at the fleet's `import` ([`super::istio_fleet`]).
+/// pool (a `connection-pool` control). What is unset, or 0 (istiod writes only limits above
+/// 0), stays Istio's 2^32 - 1, unlimited. Outlier detection and load balancing belong to the
+/// service's fleet, whose `import` of the same file reads them ([`super::istio_fleet`]); here
+/// they are left with a note.
 pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, ImportError> {
-    let fleet_part = "it applies to the service's instances, not to a caller's policy: import the rule in the service's fleet (fleet.import), from a copy without connectionPool";
-    let traffic = traffic_policy(
-        config,
-        &["connectionPool"],
-        &[
-            ("outlierDetection", fleet_part),
-            ("loadBalancer", fleet_part),
-        ],
-    )?;
+    let traffic = traffic_policy(config, &HALVES, &[])?;
+    let fleet_half = present(traffic, &FLEET_HALF);
     let Some(Value::Object(pool)) = traffic.get("connectionPool") else {
         return Err(field_error(
             "spec.trafficPolicy.connectionPool",
-            "required: an object with tcp and http settings",
+            if fleet_half.is_empty() {
+                "required: an object with tcp and http settings".to_string()
+            } else {
+                format!(
+                    "required: an object with tcp and http settings, the half a caller's import reads; this rule's {} are its service's fleet's: import it there (fleet = {{ import = ... }})",
+                    fleet_half.join(" and ")
+                )
+            },
         ));
     };
     let prefix = "spec.trafficPolicy.connectionPool";
@@ -405,6 +406,12 @@ pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, 
         ),
         ..Imported::default()
     };
+    if !fleet_half.is_empty() {
+        imported.notes.push(format!(
+            "{} left to the service's fleet: they act on its instances, and its fleet.import of this file reads them",
+            fleet_half.join(" and ")
+        ));
+    }
     let section = |name: &str| -> Result<Option<&Map<String, Value>>, ImportError> {
         match pool.get(name) {
             None => Ok(None),
@@ -458,16 +465,29 @@ pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, 
             imported.notes.push("http.maxRequestsPerConnection: connection reuse is not simulated (an HTTP/1.1 connection carries one request at a time, without setup cost)".into());
         }
     }
-    let read = |section: Option<&Map<String, Value>>, name: &str, part: &str| {
-        section
+    // istiod writes each limit into Envoy only when it is above 0 (it cannot tell an unset
+    // field from 0), so a 0 is Istio's default, unlimited.
+    let mut zeros: Vec<String> = Vec::new();
+    let mut read = |section: Option<&Map<String, Value>>, name: &str, part: &str| {
+        let value = section
             .and_then(|section| section.get(name))
             .map(|value| integer(value, &format!("{prefix}.{part}.{name}"), UNLIMITED))
-            .transpose()
+            .transpose()?;
+        if value == Some(0) {
+            zeros.push(format!("{part}.{name}"));
+        }
+        Ok::<_, ImportError>(value.filter(|&limit| limit > 0))
     };
     let max_retries = read(http, "maxRetries", "http")?;
     let max_requests = read(http, "http2MaxRequests", "http")?;
     let max_pending = read(http, "http1MaxPendingRequests", "http")?;
     let max_connections = read(tcp, "maxConnections", "tcp")?;
+    if !zeros.is_empty() {
+        imported.notes.push(format!(
+            "{} 0: istiod applies these only when above 0, so 0 is unset, Istio's 2^32 - 1 (unlimited)",
+            zeros.join(", ")
+        ));
+    }
     if let Some(max) = max_retries {
         imported.notes.push(format!(
             "http.maxRetries {max}: at most {max} concurrent retries per cluster, per Envoy (a 0% retry budget with min_concurrency {max})"
@@ -515,8 +535,23 @@ pub fn import_destination_rule(config: &Map<String, Value>) -> Result<Imported, 
     Ok(imported)
 }
 
+/// A DestinationRule's `trafficPolicy` settings: the callers' half and the fleet's half. One
+/// file serves both imports, each reading its half and leaving the other with a note.
+pub(crate) const HALVES: [&str; 3] = ["connectionPool", "loadBalancer", "outlierDetection"];
+/// The half a fleet's `import` reads ([`super::istio_fleet`]).
+pub(crate) const FLEET_HALF: [&str; 2] = ["loadBalancer", "outlierDetection"];
+
+/// Which of `names` `traffic` writes, in that order.
+pub(crate) fn present<'n>(traffic: &Map<String, Value>, names: &[&'n str]) -> Vec<&'n str> {
+    names
+        .iter()
+        .copied()
+        .filter(|name| traffic.contains_key(*name))
+        .collect()
+}
+
 /// A DestinationRule's `spec.trafficPolicy`, refusing what neither of its imports models: the
-/// settings read here are `read`, and `elsewhere` those the other import reads, with why.
+/// settings read are `read`; `elsewhere` are refused with why.
 pub(crate) fn traffic_policy<'c>(
     config: &'c Map<String, Value>,
     read: &[&str],

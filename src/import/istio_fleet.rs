@@ -15,19 +15,19 @@
 //! | `outlierDetection.consecutive5xxErrors` (default 5; 0 refused, as it turns the counter off) | `consecutive_5xx` |
 //! | `outlierDetection.interval` (default 10s) | `interval` |
 //! | `outlierDetection.baseEjectionTime` (default 30s) | `base_ejection_time` |
-//! | `outlierDetection.maxEjectionPercent` (default 10) | `max_ejection_percent` |
+//! | `outlierDetection.maxEjectionPercent` (default 10; 0 is unset, as istiod applies it only above 0) | `max_ejection_percent` |
 //! | `outlierDetection.minHealthPercent` (default 0: never panic) | `panic_threshold` |
 //! | no `outlierDetection` | none: Istio ejects nothing |
 //!
 //! The defaults are those of Istio's `OutlierDetection` reference. What the fleet model does
 //! not have is refused by name: gateway errors counted apart (`consecutiveGatewayErrors` above
 //! 0), local-origin failures counted apart, `PASSTHROUGH`, Maglev, hashing on the source
-//! address or a query parameter, localities, slow start, subsets, and `connectionPool` (import
-//! the file in the callers' policy for it).
+//! address or a query parameter, localities, slow start, subsets. `connectionPool` is the
+//! callers' half, left with a note: the callers' `import` of the same file reads it.
 
 use serde_json::{Map, Value};
 
-use super::istio::traffic_policy;
+use super::istio::{HALVES, metadata_name, traffic_policy};
 use super::{ImportError, field_error, go_duration, integer, refuse_unknown};
 use crate::base::time::Duration;
 use crate::base::values::Bounded;
@@ -45,14 +45,11 @@ const MAX_CONSECUTIVE: u64 = 1_000_000;
 
 /// The fleet settings of a DestinationRule (the module's table says how).
 pub fn import_fleet(config: &Map<String, Value>) -> Result<ImportedFleet, ImportError> {
-    let traffic = traffic_policy(
-        config,
-        &["loadBalancer", "outlierDetection"],
-        &[(
-            "connectionPool",
-            "it limits each caller, not the fleet: import this file in the callers' [[policy]] or tier `retry` (import = ...) for it, and keep a copy without it for the fleet",
-        )],
-    )?;
+    let traffic = traffic_policy(config, &HALVES, &[])?;
+    let mut notes = Vec::new();
+    if traffic.contains_key("connectionPool") {
+        notes.push("connectionPool left to the callers: it limits each caller, and a [[policy]]'s or a tier retry's import of this file reads it".to_string());
+    }
     let load_balancer = match traffic.get("loadBalancer") {
         None => Balancer::LeastRequest,
         Some(Value::Object(settings)) => balancer(settings)?,
@@ -65,7 +62,7 @@ pub fn import_fleet(config: &Map<String, Value>) -> Result<ImportedFleet, Import
     };
     let outlier_detection = match traffic.get("outlierDetection") {
         None => None,
-        Some(Value::Object(rules)) => Some(outlier_detection(rules)?),
+        Some(Value::Object(rules)) => Some(outlier_detection(rules, &mut notes)?),
         Some(_) => {
             return Err(field_error(
                 "spec.trafficPolicy.outlierDetection",
@@ -74,8 +71,13 @@ pub fn import_fleet(config: &Map<String, Value>) -> Result<ImportedFleet, Import
         }
     };
     Ok(ImportedFleet {
+        source: format!(
+            "Istio DestinationRule {}, trafficPolicy.loadBalancer and outlierDetection",
+            metadata_name(config)
+        ),
         load_balancer,
         outlier_detection,
+        notes,
     })
 }
 
@@ -170,7 +172,10 @@ fn balancer(settings: &Map<String, Value>) -> Result<Balancer, ImportError> {
 }
 
 /// `trafficPolicy.outlierDetection` as the fleet's, Istio's defaults for what it leaves out.
-fn outlier_detection(rules: &Map<String, Value>) -> Result<OutlierDetection, ImportError> {
+fn outlier_detection(
+    rules: &Map<String, Value>,
+    notes: &mut Vec<String>,
+) -> Result<OutlierDetection, ImportError> {
     let prefix = "spec.trafficPolicy.outlierDetection";
     refuse_unknown(
         rules,
@@ -234,14 +239,21 @@ fn outlier_detection(rules: &Map<String, Value>) -> Result<OutlierDetection, Imp
             "0 turns ejection on 5xx off, and the fleet ejects on nothing else; remove outlierDetection for no ejection, or write 1 or more",
         ));
     }
+    // istiod writes maxEjectionPercent only when above 0: 0 leaves Envoy's default, 10%.
+    let max_ejection_percent = match number("maxEjectionPercent", 100)? {
+        Some(0) => {
+            notes.push(format!("outlierDetection.maxEjectionPercent 0: istiod applies it only when above 0, so 0 is unset, Envoy's {DEFAULT_MAX_EJECTION_PERCENT}%"));
+            u64::from(DEFAULT_MAX_EJECTION_PERCENT)
+        }
+        Some(percent) => percent,
+        None => u64::from(DEFAULT_MAX_EJECTION_PERCENT),
+    };
     Ok(OutlierDetection {
         consecutive_5xx: Bounded(consecutive),
         interval: duration("interval", DEFAULT_INTERVAL)?,
         base_ejection_time: duration("baseEjectionTime", DEFAULT_BASE_EJECTION_TIME)?,
         max_ejection_time: None,
-        max_ejection_percent: Bounded(
-            number("maxEjectionPercent", 100)?.unwrap_or(u64::from(DEFAULT_MAX_EJECTION_PERCENT)),
-        ),
+        max_ejection_percent: Bounded(max_ejection_percent),
         always_eject_one_host: false,
         panic_threshold: Bounded(
             number("minHealthPercent", 100)?.unwrap_or(DEFAULT_MIN_HEALTH_PERCENT),

@@ -196,11 +196,15 @@ impl Imported {
 /// DestinationRule fixes for the service's instances.
 #[derive(Debug, Clone)]
 pub struct ImportedFleet {
+    /// Which config this was, and which part of it was read.
+    pub source: String,
     /// `trafficPolicy.loadBalancer`, or Istio's default when it has none.
     pub load_balancer: Balancer,
     /// `trafficPolicy.outlierDetection`, Istio's defaults for what it leaves out; `None`
     /// without it (Istio ejects nothing then).
     pub outlier_detection: Option<OutlierDetection>,
+    /// How the config was mapped, for the reader.
+    pub notes: Vec<String>,
 }
 
 impl ImportedFleet {
