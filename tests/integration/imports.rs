@@ -829,7 +829,7 @@ fn istio_refusals_name_the_field() {
 /// The DestinationRule's connection pool: `maxConnections` 100 and `http1MaxPendingRequests`
 /// 10 make an HTTP/1.1 pool, `http2MaxRequests` unset is Istio's unlimited (read as the
 /// simulator's most, 10^9); `maxRetries` 4 caps concurrent retries at 4 (a 0% Envoy budget);
-/// outlier detection is the fleet's and is refused with the setting to write.
+/// a rule with the fleet's half alone is refused, pointing at the fleet's import.
 #[test]
 fn an_istio_destination_rule_maps_its_connection_pool() {
     let model = model_of("istio-reviews-destinationrule.yaml");
@@ -854,9 +854,11 @@ fn an_istio_destination_rule_maps_its_connection_pool() {
         Some(4)
     );
     assert_contains(
-        &rule("    connectionPool: {}\n    outlierDetection:\n      consecutive5xxErrors: 7\n")
-            .unwrap_err(),
-        &["spec.trafficPolicy.outlierDetection", "fleet.import"],
+        &rule("    outlierDetection:\n      consecutive5xxErrors: 7\n").unwrap_err(),
+        &[
+            "spec.trafficPolicy.connectionPool: required",
+            "this rule's outlierDetection are its service's fleet's",
+        ],
     );
 }
 
@@ -986,7 +988,7 @@ fn fleet_import_refusals_name_the_field() {
             &format!("kind: DestinationRule\nspec:\n  host: r\n  trafficPolicy:\n{traffic}"),
         )
     };
-    let cases: [(&str, &[&str]); 8] = [
+    let cases: [(&str, &[&str]); 7] = [
         (
             "    outlierDetection:\n      splitExternalLocalOriginErrors: true\n",
             &[
@@ -1015,13 +1017,6 @@ fn fleet_import_refusals_name_the_field() {
         (
             "    loadBalancer:\n      consistentHash:\n        useSourceIp: true\n",
             &["spec.trafficPolicy.loadBalancer.consistentHash.useSourceIp: not simulated"],
-        ),
-        (
-            "    connectionPool:\n      tcp:\n        maxConnections: 1\n",
-            &[
-                "spec.trafficPolicy.connectionPool: not simulated",
-                "[[policy]]",
-            ],
         ),
         (
             "    loadBalancer:\n      simple: LEAST_REQEST\n",
@@ -1437,4 +1432,257 @@ fn import_parts_are_set_from_the_command_line() {
         &error,
         &["import_route and import_profile choose within different kinds of config"],
     );
+}
+
+/// The charges scenario of `server_failures.rs`, its one policy importing `config` (written
+/// beside it as `file`) with `extra` lines: 100 POSTs a second without idempotency key, 30% of
+/// them answered 500 after the write committed.
+fn unkeyed_posts_importing(
+    folder: &str,
+    file: &str,
+    config: &str,
+    extra: &str,
+) -> retrystorm::run::ScenarioRun {
+    let folder = crate::support::fresh_folder(folder);
+    std::fs::write(folder.join(file), config).unwrap();
+    let text = format!(
+        r#"
+name = "charges"
+duration = "10s"
+[clients]
+count = 100
+rate = 1.0
+attempt_timeout = "5s"
+[[clients.operations]]
+name = "charge"
+method = "POST"
+[upstream]
+workers = 50
+service_time = "10ms"
+errors = {{ rate = 0.3, status = 500, at = "after-service", committed = true }}
+[[policy]]
+name = "imported"
+import = "{file}"
+{extra}
+"#
+    );
+    let scenario =
+        retrystorm::import::load_str(&text, folder.join("s.toml").to_str().unwrap(), &[])
+            .unwrap_or_else(|error| panic!("{error}"));
+    crate::support::run(&scenario)
+}
+
+/// The users' retries and duplicate writes over a run.
+fn retries_and_duplicates(run: &retrystorm::run::ScenarioRun) -> (u64, u64) {
+    let policy = &run.policies[0];
+    let retries = policy.measurements.buckets.iter().map(|b| b.retries).sum();
+    (retries, policy.summary.duplicate_writes)
+}
+
+/// An imported Envoy policy retries an unkeyed POST, as Envoy's router does: "HTTP headers
+/// which must be present in the request for retries to be attempted" (Envoy's
+/// `route_components.proto`, `RetryPolicy.retriable_request_headers`,
+/// https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/route/v3/route_components.proto)
+/// is the only restriction on which requests are retried, and "If a retry policy is not
+/// configured ... Envoy will not retry a failed request" the only other (router filter docs,
+/// x-envoy-max-retries): no method rule. So every 500 after a committed write is retried and
+/// writes again: the duplicates equal the retries, exactly (no loss, no timeout), where the
+/// article's rule, `unsafe_retries = false` written beside the import, retries none and writes
+/// nothing twice.
+#[test]
+fn an_imported_envoy_policy_retries_unkeyed_posts_and_writes_twice() {
+    let envoy = "retry_policy:\n  retry_on: \"5xx\"\n  num_retries: 2\n";
+    let (retries, duplicates) = retries_and_duplicates(&unkeyed_posts_importing(
+        "envoy-posts",
+        "envoy.yaml",
+        envoy,
+        "",
+    ));
+    assert!(retries > 100, "retries {retries}");
+    assert_eq!(duplicates, retries);
+    let (retries, duplicates) = retries_and_duplicates(&unkeyed_posts_importing(
+        "envoy-posts-article",
+        "envoy.yaml",
+        envoy,
+        "unsafe_retries = false",
+    ));
+    assert_eq!((retries, duplicates), (0, 0));
+}
+
+/// Every importer sets what its system retries, whatever the method (`unsafe_retries`), and
+/// its notes say so; a DestinationRule's connection pool speaks of no retries and leaves the
+/// scenario's rule. The systems' words:
+/// - Envoy: only `retriable_request_headers`, "HTTP headers which must be present in the
+///   request for retries to be attempted", restricts the retried requests
+///   (https://www.envoyproxy.io/docs/envoy/latest/api-v3/config/route/v3/route_components.proto).
+/// - Istio generates that Envoy `retry_policy` (`pilot/pkg/networking/core/route/retry/retry.go`,
+///   `ConvertPolicy`), and `HTTPRetry` has no field for request headers
+///   (https://istio.io/latest/docs/reference/config/networking/virtual-service/#HTTPRetry).
+/// - Linkerd: "Retries are supported for all idempotent requests, whatever verb they use"
+///   (https://linkerd.io/2.11/tasks/configuring-retries/), idempotent being what the user
+///   marks retryable; "Client proxies will then retry failed requests to that Service or
+///   route" and "If a request has a body larger than 64KiB then it will not be retried"
+///   (https://linkerd.io/2/reference/retries/).
+/// - gRPC: "gRPC retries do not provide a mechanism to specifically mark a method as
+///   idempotent"; "An RPC becomes committed ... The client receives Response-Headers"; "If the
+///   application code closes the stream with an error before sending headers or any response
+///   messages, gRPC servers should send the error in Trailers-Only"
+///   (https://github.com/grpc/proposal/blob/master/A6-client-retries.md).
+/// - AWS SDKs: "When a request to an AWS service fails due to a transient error or throttling,
+///   the SDK can automatically retry the request"
+///   (https://docs.aws.amazon.com/sdkref/latest/guide/feature-retry-behavior.html); "If you
+///   don't specify a client token, the Amazon Web Services SDK automatically generates one"
+///   (e.g. https://docs.aws.amazon.com/sdk-for-kotlin/api/latest/dsql/aws.sdk.kotlin.services.dsql.model/-update-cluster-request/client-token.html).
+/// - resilience4j: `RetryConfig.DEFAULT_RECORD_FAILURE_PREDICATE = throwable -> true`
+///   (resilience4j-retry, `RetryConfig.java`): every exception of the decorated call is
+///   retried (https://resilience4j.readme.io/docs/retry).
+#[test]
+fn every_importer_retries_the_methods_its_system_retries() {
+    let cases: [(&str, Option<(&str, &str)>, &str); 7] = [
+        (
+            "envoy-retry-policy.yaml",
+            None,
+            "Envoy's router retries any request",
+        ),
+        (
+            "istio-reviews-virtualservice.yaml",
+            Some(("import_route", "default")),
+            "Envoy's router retries any request",
+        ),
+        (
+            "linkerd-web-serviceprofile.yaml",
+            Some(("import_route", "GET /books.json")),
+            "Linkerd retries the requests of a route marked retryable, whatever their method",
+        ),
+        (
+            "linkerd-authors-httproute.yaml",
+            None,
+            "Linkerd retries the requests of a route marked retryable, whatever their method",
+        ),
+        (
+            "grpc-service-config.json",
+            None,
+            "gRPC retries an RPC whatever its method until it is committed",
+        ),
+        ("aws-config", None, "write idempotency_key = true"),
+        (
+            "resilience4j-application.yml",
+            Some(("import_instance", "payment")),
+            "resilience4j retries whatever call it decorates",
+        ),
+    ];
+    for (file, part, note) in cases {
+        let imported = import_file(
+            &Path::new("scenarios/configs").join(file),
+            part.map(|(field, name)| ImportPart {
+                field,
+                name: name.to_string(),
+            })
+            .as_ref(),
+        )
+        .unwrap_or_else(|error| panic!("{file}: {error}"));
+        assert_eq!(imported.unsafe_retries, Some(true), "{file}");
+        assert!(
+            imported.notes.iter().any(|n| n.contains(note) && n.contains("unsafe_retries = false beside the import")),
+            "{file}: {:?}",
+            imported.notes
+        );
+    }
+    let pool = import_file(
+        Path::new("scenarios/configs/istio-reviews-destinationrule.yaml"),
+        None,
+    )
+    .unwrap();
+    assert_eq!(pool.unsafe_retries, None);
+    assert!(
+        !model_of("istio-reviews-destinationrule.yaml")
+            .users
+            .policy
+            .unsafe_retries
+    );
+}
+
+/// Istio's zeros are unset (SYSTEMS.md 11.3; istiod's `cluster_traffic_policy.go` writes
+/// `maxConnections`, `http2MaxRequests`, `http1MaxPendingRequests` and `maxRetries` into Envoy
+/// only when `> 0`, and `maxEjectionPercent` only when `> 0`, else Envoy's default of 10%):
+/// a pool of zeros limits nothing (no control at all), a `maxRetries` of 0 no retry limit, a
+/// `maxEjectionPercent` of 0 is 10%; the notes say which zeros were read as unset, and the
+/// resolved scenario reloads.
+#[test]
+fn istios_zeros_are_unset() {
+    let rule = "kind: DestinationRule\nspec:\n  host: r\n  trafficPolicy:\n    connectionPool:\n      tcp:\n        maxConnections: 0\n      http:\n        http2MaxRequests: 0\n        http1MaxPendingRequests: 0\n        maxRetries: 0\n    outlierDetection:\n      maxEjectionPercent: 0\n";
+    let pool = import_yaml(rule, None).unwrap();
+    assert!(pool.controls.is_empty(), "{:?}", pool.controls);
+    assert!(
+        pool.notes.iter().any(|n| n.contains(
+            "http.maxRetries, http.http2MaxRequests, http.http1MaxPendingRequests, tcp.maxConnections 0: istiod applies these only when above 0"
+        )),
+        "{:?}",
+        pool.notes
+    );
+    let mixed = import_yaml(
+        "kind: DestinationRule\nspec:\n  host: r\n  trafficPolicy:\n    connectionPool:\n      tcp:\n        maxConnections: 0\n      http:\n        http2MaxRequests: 50\n",
+        None,
+    )
+    .unwrap();
+    assert_eq!(mixed.controls.len(), 1);
+    assert_eq!(mixed.controls[0].max_requests.map(|m| m.get()), Some(50));
+    assert_eq!(mixed.controls[0].max_connections, None);
+    let fleet = fleet_importing_rule("istio-zero-ejection", rule).unwrap_or_else(|e| panic!("{e}"));
+    let resolved = fleet.to_resolved_toml();
+    assert_eq!(
+        resolved,
+        resolved_fleet(
+            r#"{ instances = 6, load_balancer = "least-request", outlier_detection = { consecutive_5xx = 5, interval = "10s", base_ejection_time = "30s", max_ejection_percent = 10, panic_threshold = 0 } }"#
+        )
+    );
+    retrystorm::import::load_str(&resolved, "/nowhere/scenario.toml", &[])
+        .unwrap_or_else(|error| panic!("{error}"));
+}
+
+/// One DestinationRule serves both imports: a policy's reads `connectionPool` and leaves
+/// `loadBalancer` and `outlierDetection` to the fleet with a note, the fleet's reads those and
+/// leaves `connectionPool` to the callers; `retrystorm import` prints the policy and, commented
+/// below it, the fleet line `fleet.import` gives.
+#[test]
+fn one_destination_rule_serves_a_policy_and_a_fleet() {
+    let rule = "kind: DestinationRule\nmetadata:\n  name: ledger\nspec:\n  host: ledger\n  trafficPolicy:\n    connectionPool:\n      http:\n        http2MaxRequests: 64\n    loadBalancer:\n      simple: RANDOM\n    outlierDetection:\n      consecutive5xxErrors: 3\n";
+    let policy = import_yaml(rule, None).unwrap();
+    assert_eq!(policy.controls[0].max_requests.map(|m| m.get()), Some(64));
+    assert!(policy.notes.iter().any(|n| n.starts_with("loadBalancer and outlierDetection left to the service's fleet")), "{:?}", policy.notes);
+    let fleet =
+        fleet_importing_rule("one-rule-both-halves", rule).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        fleet.to_resolved_toml(),
+        resolved_fleet(
+            r#"{ instances = 6, load_balancer = "random", outlier_detection = { consecutive_5xx = 3, interval = "10s", base_ejection_time = "30s", max_ejection_percent = 10, panic_threshold = 0 } }"#
+        )
+    );
+    let folder = crate::support::fresh_folder("one-rule-cli");
+    let path = folder.join("ledger.yaml");
+    std::fs::write(&path, rule).unwrap();
+    let output = retrystorm_import(&[path.to_str().unwrap()]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let printed = String::from_utf8(output.stdout).unwrap();
+    assert_contains(
+        &printed,
+        &[
+            "[[policy]]",
+            "# - connectionPool left to the callers",
+            "# fleet = { load_balancer = \"random\", outlier_detection = { always_eject_one_host = false, base_ejection_time = \"30s\", consecutive_5xx = 3",
+        ],
+    );
+    let fleet_only =
+        retrystorm_import(&["scenarios/configs/istio-reviews-fleet-destinationrule.yaml"]);
+    assert!(fleet_only.status.success());
+    let printed = String::from_utf8(fleet_only.stdout).unwrap();
+    assert!(
+        printed.contains("\nfleet = { load_balancer = \"round-robin\""),
+        "{printed}"
+    );
+    assert!(!printed.contains("[[policy]]"), "{printed}");
 }
