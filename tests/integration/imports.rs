@@ -1538,7 +1538,9 @@ fn an_imported_envoy_policy_retries_unkeyed_posts_and_writes_twice() {
 ///   retried (https://resilience4j.readme.io/docs/retry).
 #[test]
 fn every_importer_retries_the_methods_its_system_retries() {
-    let cases: [(&str, Option<(&str, &str)>, &str); 7] = [
+    /// The field that chooses a part of a config, and the part's name.
+    type Choice = (&'static str, &'static str);
+    let cases: [(&str, Option<Choice>, &str); 7] = [
         (
             "envoy-retry-policy.yaml",
             None,
