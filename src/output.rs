@@ -28,8 +28,8 @@ use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::{
-    INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary, Unit,
-    format_metric, metric_names,
+    INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary,
+    TOPOLOGY_SERVICE_METRICS, Unit, format_metric, metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -375,8 +375,12 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                     .collect();
                 object.insert("intents".into(), Value::Object(intents));
             }
-            let blocks = policy.services.iter().map(service_block);
-            if run.has_topology() {
+            let topology = run.has_topology();
+            let blocks = policy
+                .services
+                .iter()
+                .map(|service| service_block(service, topology));
+            if topology {
                 object.insert("services".into(), Value::Array(blocks.collect()));
             } else {
                 let block = blocks.into_iter().next().expect("a run has a service");
@@ -393,11 +397,16 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its
 /// amplification relative to user operations, its counts over the run, its peaks, its wasted and
 /// rejection work), counts as integers and the others rounded to six decimals; for a fleet,
-/// each instance's index and every metric of [`INSTANCE_METRICS`] as `instances`.
-fn service_block(service: &ServiceSummary) -> Value {
+/// each instance's index and every metric of [`INSTANCE_METRICS`] as `instances`. The
+/// `upstream` block of a scenario of one service (not a `topology`) leaves out
+/// [`TOPOLOGY_SERVICE_METRICS`], which are the run's own there.
+fn service_block(service: &ServiceSummary, topology: bool) -> Value {
     let mut block = Map::new();
     block.insert("service".into(), json!(service.name));
-    for metric in &SERVICE_METRICS {
+    let metrics = SERVICE_METRICS
+        .iter()
+        .filter(|metric| topology || !TOPOLOGY_SERVICE_METRICS.contains(&metric.name));
+    for metric in metrics {
         let value = (metric.value)(service);
         block.insert(metric.name.into(), json_value(metric.unit, value));
     }

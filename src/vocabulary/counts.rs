@@ -158,6 +158,9 @@ pub struct ServiceBucket {
     pub replayed: u64,
     /// Writes committed (leaf services only).
     pub writes: u64,
+    /// Of those, writes beyond the first of one logical operation (of one intent, when users
+    /// retry by hand) in the data it keeps (its fleet's, for a fleet).
+    pub duplicate_writes: u64,
     /// Worker time spent on requests whose caller had already given up, in microseconds.
     pub wasted_work_us: u64,
     /// Requests a worker let go of: served, failed downstream, or reset by a crash.
@@ -234,6 +237,7 @@ impl ServiceBucket {
         self.resets += other.resets;
         self.replayed += other.replayed;
         self.writes += other.writes;
+        self.duplicate_writes += other.duplicate_writes;
         self.wasted_work_us += other.wasted_work_us;
         self.released += other.released;
         self.held_us += other.held_us;
@@ -289,7 +293,7 @@ pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
 /// The counts of a [`ServiceBucket`] (but its worker times, which are written in seconds), by
 /// the names `services.csv` and `summary.json` give them, in their column order.
-pub const SERVICE_COUNTS: [ServiceColumn; 24] = [
+pub const SERVICE_COUNTS: [ServiceColumn; 25] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
     ("status_checks", |b| b.status_checks),
@@ -313,6 +317,7 @@ pub const SERVICE_COUNTS: [ServiceColumn; 24] = [
     ("resets", |b| b.resets),
     ("replayed", |b| b.replayed),
     ("writes", |b| b.writes),
+    ("duplicate_writes", |b| b.duplicate_writes),
     ("released", |b| b.released),
 ];
 
