@@ -174,7 +174,6 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
         let entry = &measurements.services[measurements.entry];
-        let entry_model = policy.model.entry_service();
         measurements
             .buckets
             .iter()
@@ -182,11 +181,7 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
             .enumerate()
             .map(move |(index, (counts, latency))| {
                 let state = &entry.buckets[index];
-                let capacity_rps = state.capacity_rps(
-                    entry_model.is_leaf(),
-                    entry_model.mean_service_us(),
-                    |workers| entry_model.serving_workers(workers),
-                );
+                let capacity_rps = entry.capacity_rps[index];
                 let wasted_work_us: u64 = measurements
                     .services
                     .iter()
@@ -261,45 +256,37 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
     let rows = run.policies.iter().flat_map(|policy| {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
-        measurements
-            .services
-            .iter()
-            .zip(&policy.model.services)
-            .flat_map(move |(service, model)| {
-                service
-                    .buckets
-                    .iter()
-                    .enumerate()
-                    .map(move |(index, counts)| {
-                        let capacity_rps = counts.capacity_rps(
-                            model.is_leaf(),
-                            model.mean_service_us(),
-                            |workers| model.serving_workers(workers),
-                        );
-                        let mut row = vec![
-                            policy.name.clone(),
-                            service.name.clone(),
-                            format!("{:.3}", index as f64 * bucket_s),
-                            counts.requests().to_string(),
-                            format!("{:.3}", counts.requests() as f64 / bucket_s),
-                        ];
-                        row.extend(
-                            SERVICE_COUNTS
-                                .iter()
-                                .chain(&SERVICE_STATE)
-                                .map(|(_, count)| count(counts).to_string()),
-                        );
-                        row.push(capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")));
-                        for micros in [
-                            counts.wasted_work_us,
-                            counts.rejection_work_us,
-                            counts.held_us,
-                        ] {
-                            row.push(format!("{:.6}", micros as f64 / MICROS_PER_SECOND as f64));
-                        }
-                        row
-                    })
-            })
+        measurements.services.iter().flat_map(move |service| {
+            service
+                .buckets
+                .iter()
+                .enumerate()
+                .map(move |(index, counts)| {
+                    let capacity_rps = service.capacity_rps[index];
+                    let mut row = vec![
+                        policy.name.clone(),
+                        service.name.clone(),
+                        format!("{:.3}", index as f64 * bucket_s),
+                        counts.requests().to_string(),
+                        format!("{:.3}", counts.requests() as f64 / bucket_s),
+                    ];
+                    row.extend(
+                        SERVICE_COUNTS
+                            .iter()
+                            .chain(&SERVICE_STATE)
+                            .map(|(_, count)| count(counts).to_string()),
+                    );
+                    row.push(capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")));
+                    for micros in [
+                        counts.wasted_work_us,
+                        counts.rejection_work_us,
+                        counts.held_us,
+                    ] {
+                        row.push(format!("{:.6}", micros as f64 / MICROS_PER_SECOND as f64));
+                    }
+                    row
+                })
+        })
     });
     csv_bytes(&services_header(), rows)
 }

@@ -243,37 +243,16 @@ impl ServiceBucket {
         self.held_us += other.held_us;
     }
 
-    /// Requests per second the workers available at the bucket's end could serve. For a
-    /// service that calls nothing that is `workers / mean work`, the work slowed by a cold
-    /// start or sped by a warm cache at that moment (`mean_service_us` without them), and the
-    /// workers counted as `serving` says (what they serve at best at the best concurrency, for
-    /// a service that slows down with it); a calling
-    /// service's workers are also held for their calls, so its capacity is measured:
-    /// `workers / mean time a worker held a request` among those it let go of in the bucket
-    /// (`None` if it let go of none). `None` too where that time is zero (a service time of
-    /// zero, a cache hit that takes none, calls that take none): a worker then serves any
-    /// number of requests at one instant, so there is no finite capacity to write.
-    pub fn capacity_rps(
-        &self,
-        leaf: bool,
-        mean_service_us: f64,
-        serving: impl Fn(u64) -> f64,
-    ) -> Option<f64> {
-        let mean_hold_us = if leaf && self.mean_work_us > 0 {
-            self.mean_work_us as f64
-        } else if leaf {
-            mean_service_us
-        } else if self.released > 0 {
-            self.held_us as f64 / self.released as f64
-        } else {
-            return None;
-        };
-        let workers = if leaf {
-            serving(self.workers_available)
-        } else {
-            self.workers_available as f64
-        };
-        (mean_hold_us > 0.0).then(|| workers * MICROS_PER_SECOND as f64 / mean_hold_us)
+    /// Requests per second a calling service's workers available at the bucket's end could
+    /// serve: they are held for their calls as well as their own work, so its capacity is
+    /// measured, `workers / mean time a worker held a request` among those it let go of in the
+    /// bucket (`None` if it let go of none, or held them no time: a worker then serves any
+    /// number of requests at one instant, so there is no finite capacity to write). A leaf's
+    /// is the model's ([`crate::model::ServiceModel::instance_capacity_rps`]).
+    pub fn held_capacity_rps(&self) -> Option<f64> {
+        let mean_hold_us = self.held_us as f64 / self.released as f64;
+        (self.released > 0 && self.held_us > 0)
+            .then(|| self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us)
     }
 }
 
@@ -340,29 +319,12 @@ mod tests {
             held_us: MICROS_PER_SECOND,
             ..ServiceBucket::default()
         };
-        // A leaf: 50 workers of 10 ms each serve 5,000 requests per second.
-        assert_eq!(
-            bucket.capacity_rps(true, 10_000.0, |w| w as f64),
-            Some(5000.0)
-        );
         // A caller whose workers were held 100 ms per request serves 500.
-        assert_eq!(
-            bucket.capacity_rps(false, 10_000.0, |w| w as f64),
-            Some(500.0)
-        );
+        assert_eq!(bucket.held_capacity_rps(), Some(500.0));
         let idle = ServiceBucket {
             released: 0,
             ..bucket
         };
-        assert_eq!(idle.capacity_rps(false, 10_000.0, |w| w as f64), None);
-        // A leaf restarted cold, each request taking 25 ms for now, serves 2,000.
-        let cold = ServiceBucket {
-            mean_work_us: 25_000,
-            ..bucket
-        };
-        assert_eq!(
-            cold.capacity_rps(true, 10_000.0, |w| w as f64),
-            Some(2000.0)
-        );
+        assert_eq!(idle.held_capacity_rps(), None);
     }
 }
