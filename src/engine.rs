@@ -976,9 +976,11 @@ impl<'a, O: Observer> Engine<'a, O> {
                 record.ejected_us = ejected;
             }
         }
-        Ok(self
-            .recorder
-            .finish(services, usize::from(self.model.entry)))
+        Ok(self.recorder.finish(
+            services,
+            &self.model.services,
+            usize::from(self.model.entry),
+        ))
     }
 
     /// The next event. Timers behind it in a lane whose attempts were answered in time are

@@ -212,7 +212,7 @@ mod tests {
     fn measurements(buckets: Vec<BucketCounts>) -> Measurements {
         let mut recorder = Recorder::new(MICROS_PER_SECOND, MICROS_PER_SECOND);
         recorder.operation_started();
-        let mut measurements = recorder.finish(Vec::new(), 0);
+        let mut measurements = recorder.finish(Vec::new(), &[], 0);
         measurements.health_step = MICROS_PER_SECOND;
         measurements.health = buckets.iter().map(health_of).collect();
         measurements.buckets = buckets;

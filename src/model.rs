@@ -897,23 +897,34 @@ impl ServiceModel {
         self.service_time.mean_micros()
     }
 
-    /// How many workers' worth of requests `available` workers serve at best: all of them,
-    /// or with `contention` the most at the best concurrency they allow
-    /// ([`ContentionModel::most_served`]).
-    pub fn serving_workers(&self, available: u64) -> f64 {
-        let instances = u64::from(self.fleet.instances);
-        self.contention.map_or(available as f64, |contention| {
-            // A fleet's workers, split evenly: each instance slows down with its own load.
-            instances as f64 * contention.most_served(available / instances)
-        })
+    /// Requests per second one instance with `available` workers serves at best, a request's
+    /// mean work being `mean_work_us` (0: its mean service time, neither a cold start nor a
+    /// cache changing it): `available / S`, or with `contention` the most they serve at the
+    /// best concurrency they allow, `N / (S m(N))` ([`ContentionModel::most_served`]). An
+    /// instance slows down with its own load, so a fleet's capacity is its instances', each
+    /// with its own workers, summed. `None` where a request takes no time: a worker then serves
+    /// any number at one instant, and there is no finite capacity to write.
+    pub fn instance_capacity_rps(&self, available: u64, mean_work_us: u64) -> Option<f64> {
+        let mean_us = if mean_work_us > 0 {
+            mean_work_us as f64
+        } else {
+            self.mean_service_us()
+        };
+        let serving = self.contention.map_or(available as f64, |contention| {
+            contention.most_served(available)
+        });
+        (mean_us > 0.0).then(|| serving * MICROS_PER_SECOND as f64 / mean_us)
     }
 
-    /// The workers of all its instances when those the capacity curve applies to have
-    /// `curve_workers` each.
-    pub fn fleet_workers(&self, curve_workers: u64) -> u64 {
+    /// Its capacity ([`ServiceModel::instance_capacity_rps`]) at its mean service time, when
+    /// the instances the capacity curve applies to have `curve_workers` each and the others
+    /// all their `workers`: each instance's, summed.
+    pub fn capacity_rps(&self, curve_workers: u64) -> Option<f64> {
         let fleet = &self.fleet;
-        let steady = u64::from(fleet.instances - fleet.capacity_instances);
-        curve_workers * u64::from(fleet.capacity_instances) + self.workers * steady
+        let steady = fleet.instances - fleet.capacity_instances;
+        let curve = self.instance_capacity_rps(curve_workers, 0)?;
+        let full = self.instance_capacity_rps(self.workers, 0)?;
+        Some(f64::from(fleet.capacity_instances) * curve + f64::from(steady) * full)
     }
 
     /// It calls no other service: the data lives here.

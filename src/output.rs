@@ -28,8 +28,8 @@ use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::{
-    INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary, Unit,
-    format_metric, metric_names,
+    INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary,
+    TOPOLOGY_SERVICE_METRICS, Unit, format_metric, metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -174,7 +174,6 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
         let entry = &measurements.services[measurements.entry];
-        let entry_model = policy.model.entry_service();
         measurements
             .buckets
             .iter()
@@ -182,11 +181,7 @@ pub fn timeseries_csv(run: &ScenarioRun) -> Vec<u8> {
             .enumerate()
             .map(move |(index, (counts, latency))| {
                 let state = &entry.buckets[index];
-                let capacity_rps = state.capacity_rps(
-                    entry_model.is_leaf(),
-                    entry_model.mean_service_us(),
-                    |workers| entry_model.serving_workers(workers),
-                );
+                let capacity_rps = entry.capacity_rps[index];
                 let wasted_work_us: u64 = measurements
                     .services
                     .iter()
@@ -261,45 +256,37 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
     let rows = run.policies.iter().flat_map(|policy| {
         let measurements = &policy.measurements;
         let bucket_s = measurements.bucket as f64 / MICROS_PER_SECOND as f64;
-        measurements
-            .services
-            .iter()
-            .zip(&policy.model.services)
-            .flat_map(move |(service, model)| {
-                service
-                    .buckets
-                    .iter()
-                    .enumerate()
-                    .map(move |(index, counts)| {
-                        let capacity_rps = counts.capacity_rps(
-                            model.is_leaf(),
-                            model.mean_service_us(),
-                            |workers| model.serving_workers(workers),
-                        );
-                        let mut row = vec![
-                            policy.name.clone(),
-                            service.name.clone(),
-                            format!("{:.3}", index as f64 * bucket_s),
-                            counts.requests().to_string(),
-                            format!("{:.3}", counts.requests() as f64 / bucket_s),
-                        ];
-                        row.extend(
-                            SERVICE_COUNTS
-                                .iter()
-                                .chain(&SERVICE_STATE)
-                                .map(|(_, count)| count(counts).to_string()),
-                        );
-                        row.push(capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")));
-                        for micros in [
-                            counts.wasted_work_us,
-                            counts.rejection_work_us,
-                            counts.held_us,
-                        ] {
-                            row.push(format!("{:.6}", micros as f64 / MICROS_PER_SECOND as f64));
-                        }
-                        row
-                    })
-            })
+        measurements.services.iter().flat_map(move |service| {
+            service
+                .buckets
+                .iter()
+                .enumerate()
+                .map(move |(index, counts)| {
+                    let capacity_rps = service.capacity_rps[index];
+                    let mut row = vec![
+                        policy.name.clone(),
+                        service.name.clone(),
+                        format!("{:.3}", index as f64 * bucket_s),
+                        counts.requests().to_string(),
+                        format!("{:.3}", counts.requests() as f64 / bucket_s),
+                    ];
+                    row.extend(
+                        SERVICE_COUNTS
+                            .iter()
+                            .chain(&SERVICE_STATE)
+                            .map(|(_, count)| count(counts).to_string()),
+                    );
+                    row.push(capacity_rps.map_or_else(String::new, |rps| format!("{rps:.3}")));
+                    for micros in [
+                        counts.wasted_work_us,
+                        counts.rejection_work_us,
+                        counts.held_us,
+                    ] {
+                        row.push(format!("{:.6}", micros as f64 / MICROS_PER_SECOND as f64));
+                    }
+                    row
+                })
+        })
     });
     csv_bytes(&services_header(), rows)
 }
@@ -375,8 +362,12 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                     .collect();
                 object.insert("intents".into(), Value::Object(intents));
             }
-            let blocks = policy.services.iter().map(service_block);
-            if run.has_topology() {
+            let topology = run.has_topology();
+            let blocks = policy
+                .services
+                .iter()
+                .map(|service| service_block(service, topology));
+            if topology {
                 object.insert("services".into(), Value::Array(blocks.collect()));
             } else {
                 let block = blocks.into_iter().next().expect("a run has a service");
@@ -393,11 +384,16 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its
 /// amplification relative to user operations, its counts over the run, its peaks, its wasted and
 /// rejection work), counts as integers and the others rounded to six decimals; for a fleet,
-/// each instance's index and every metric of [`INSTANCE_METRICS`] as `instances`.
-fn service_block(service: &ServiceSummary) -> Value {
+/// each instance's index and every metric of [`INSTANCE_METRICS`] as `instances`. The
+/// `upstream` block of a scenario of one service (not a `topology`) leaves out
+/// [`TOPOLOGY_SERVICE_METRICS`], which are the run's own there.
+fn service_block(service: &ServiceSummary, topology: bool) -> Value {
     let mut block = Map::new();
     block.insert("service".into(), json!(service.name));
-    for metric in &SERVICE_METRICS {
+    let metrics = SERVICE_METRICS
+        .iter()
+        .filter(|metric| topology || !TOPOLOGY_SERVICE_METRICS.contains(&metric.name));
+    for metric in metrics {
         let value = (metric.value)(service);
         block.insert(metric.name.into(), json_value(metric.unit, value));
     }

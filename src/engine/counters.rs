@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use crate::base::histogram::Histogram;
 use crate::base::time::Micros;
 use crate::engine::downtime::Downtime;
+use crate::model::ServiceModel;
 pub use crate::vocabulary::counts::InstanceTotals;
 use crate::vocabulary::counts::{
     BucketCounts, HealthCounts, IntentCounts, ServiceBucket, health_step,
@@ -128,19 +129,40 @@ pub struct ServiceMeasurements {
     /// fleet): what the load chart draws per instance. One number per instance and bucket,
     /// against the whole [`ServiceBucket`] per instance and bucket the run already kept.
     pub instance_requests: Vec<Vec<u64>>,
+    /// Requests per second it could serve at each bucket's end (`None` where there is no
+    /// finite capacity, or a calling service let go of nothing): for a leaf, each instance's
+    /// capacity with the workers it had available and its mean work then
+    /// ([`ServiceModel::instance_capacity_rps`]), summed, so that an instance down adds
+    /// nothing and one at full health its whole curve under contention; for a calling
+    /// service, its workers over the mean time one was held
+    /// ([`ServiceBucket::held_capacity_rps`]).
+    pub capacity_rps: Vec<Option<f64>>,
 }
 
 impl ServiceMeasurements {
-    /// The measurements of a service run as the instances `fleet` (one outside a fleet), each
-    /// padded to `length` buckets: their counts added, their end-of-bucket states too (a
-    /// fleet's queue is its instances' queues; its mean work the one that gives it the
-    /// capacity of all its workers), their crash periods joined.
-    fn of_fleet(mut fleet: Vec<ServiceRecord>, length: usize) -> ServiceMeasurements {
+    /// The measurements of a service of `model` run as the instances `fleet` (one outside a
+    /// fleet), each padded to `length` buckets: their counts added, their end-of-bucket states
+    /// too (a fleet's queue is its instances' queues), their capacities summed, their crash
+    /// periods joined.
+    fn of_fleet(
+        mut fleet: Vec<ServiceRecord>,
+        length: usize,
+        model: &ServiceModel,
+    ) -> ServiceMeasurements {
+        let capacity = |bucket: &ServiceBucket| {
+            if model.is_leaf() {
+                model.instance_capacity_rps(bucket.workers_available, bucket.mean_work_us)
+            } else {
+                bucket.held_capacity_rps()
+            }
+        };
         if fleet.len() == 1 {
             let service = fleet.remove(0);
+            let buckets = service.counts.into_padded(length);
             return ServiceMeasurements {
                 name: service.name,
-                buckets: service.counts.into_padded(length),
+                capacity_rps: buckets.iter().map(capacity).collect(),
+                buckets,
                 downtime: service.downtime,
                 peak_queue_len: service.peak_queue_len,
                 instances: Vec::new(),
@@ -170,31 +192,33 @@ impl ServiceMeasurements {
             .into_iter()
             .map(|instance| instance.counts.into_padded(length))
             .collect();
+        let mut capacity_rps = Vec::with_capacity(length);
         let buckets = (0..length)
             .map(|bucket| {
                 let mut merged = ServiceBucket::default();
-                let mut capacity = 0.0;
+                let mut leaves = Some(0.0);
                 for instance in &instances {
                     let own = &instance[bucket];
                     merged.add_counts(own);
                     merged.queue_len += own.queue_len;
                     merged.busy += own.busy;
                     merged.workers_available += own.workers_available;
-                    if own.mean_work_us > 0 {
-                        capacity += own.workers_available as f64 / own.mean_work_us as f64;
-                    }
+                    leaves = leaves.zip(capacity(own)).map(|(sum, own)| sum + own);
                 }
-                if capacity > 0.0 {
-                    merged.mean_work_us = (merged.workers_available as f64 / capacity)
-                        .round()
-                        .max(1.0) as u64;
-                }
+                // A calling service's hold is measured over the fleet: one instance may have
+                // let go of nothing in the bucket.
+                capacity_rps.push(if model.is_leaf() {
+                    leaves
+                } else {
+                    merged.held_capacity_rps()
+                });
                 merged
             })
             .collect();
         ServiceMeasurements {
             name,
             buckets,
+            capacity_rps,
             downtime,
             peak_queue_len: peak_queue_len.unwrap_or(0),
             instance_requests: instances
@@ -424,7 +448,13 @@ impl Recorder {
     /// service (a call back to it would be a cycle), so what its callers sent and saw is what
     /// the users sent and saw, copied here rather than counted twice.
     /// The measurements of the run, from the records of each service's instances.
-    pub fn finish(self, services: Vec<Vec<ServiceRecord>>, entry: usize) -> Measurements {
+    /// `models` are the services, in the model's order.
+    pub fn finish(
+        self,
+        services: Vec<Vec<ServiceRecord>>,
+        models: &[ServiceModel],
+        entry: usize,
+    ) -> Measurements {
         let length = services
             .iter()
             .flatten()
@@ -438,7 +468,8 @@ impl Recorder {
         let users = self.buckets.into_padded(length);
         let mut services: Vec<ServiceMeasurements> = services
             .into_iter()
-            .map(|fleet| ServiceMeasurements::of_fleet(fleet, length))
+            .zip(models)
+            .map(|(fleet, model)| ServiceMeasurements::of_fleet(fleet, length, model))
             .collect();
         if let Some(service) = services.get_mut(entry) {
             for (counts, sent) in service.buckets.iter_mut().zip(&users) {
@@ -509,7 +540,7 @@ mod tests {
             FailureReason::Decision(StopReason::MaxAttempts),
         );
         recorder.failed(20, FailureReason::StatusUnknown);
-        let measurements = recorder.finish(Vec::new(), 0);
+        let measurements = recorder.finish(Vec::new(), &[], 0);
         assert_eq!(
             measurements.failures().into_iter().collect::<Vec<_>>(),
             [
@@ -538,7 +569,7 @@ mod tests {
         // Counts after the arrivals (the drain) are outside every health window.
         recorder.attempt_sent(3600 * MICROS_PER_SECOND, true);
         recorder.attempt_sent(0, false);
-        let measurements = recorder.finish(Vec::new(), 0);
+        let measurements = recorder.finish(Vec::new(), &[], 0);
         assert_eq!(measurements.health.len(), 100_000);
         assert_eq!(measurements.health[0].retries, 1);
         assert_eq!(

@@ -489,6 +489,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         let intent = self.intent_of(logical);
         if self.store(id).record_write(intent) {
             self.recorder.at(now).duplicate_writes += 1;
+            self.service(id).counts(now).duplicate_writes += 1;
         }
     }
 

@@ -1369,7 +1369,7 @@ impl ChartData {
                                     service
                                         .buckets
                                         .iter()
-                                        .map(|b| measured_capacity(b, bucket, model))
+                                        .map(|b| measured_capacity(b, bucket))
                                         .collect()
                                 })
                             })
@@ -2071,14 +2071,8 @@ fn draw_fleet<DB: DrawingBackend>(
 /// adds or loses. `None` where requests take no time (no finite capacity, as `capacity_rps`
 /// in the CSVs is empty there).
 fn capacity_line(service: &ServiceModel, end_s: f64) -> Option<Points> {
-    let mean_us = service.mean_service_us();
-    if mean_us <= 0.0 {
-        return None;
-    }
-    let rps = |curve_workers: u64| {
-        let workers = service.fleet_workers(curve_workers);
-        Some(service.serving_workers(workers) * MICROS_PER_SECOND as f64 / mean_us)
-    };
+    service.capacity_rps(0)?;
+    let rps = |curve_workers: u64| service.capacity_rps(curve_workers);
     let end = (end_s * MICROS_PER_SECOND as f64).round() as Micros;
     let curve = &service.capacity;
     let mut workers = curve.available(0);
@@ -2107,10 +2101,10 @@ const MEANINGFUL_BUSY: f64 = 0.5;
 /// anything asked of the service: retry-layers' api, 8% to 34% busy after the brownout in one
 /// policy, measured 11k to 18k requests a second against 3k offered, drawn as jagged pieces
 /// cut off at the top.
-fn measured_capacity(bucket: &ServiceBucket, width: Micros, model: &ServiceModel) -> Option<f64> {
+fn measured_capacity(bucket: &ServiceBucket, width: Micros) -> Option<f64> {
     let held = bucket.held_us as f64 / (bucket.workers_available as f64 * width as f64);
     if held >= MEANINGFUL_BUSY {
-        bucket.capacity_rps(false, model.mean_service_us(), |workers| workers as f64)
+        bucket.held_capacity_rps()
     } else {
         None
     }
@@ -2465,7 +2459,6 @@ overrides = {{ "upstream.fleet.instances" = 1 }}
     /// least half the time: a bucket of little work says nothing about what it could serve.
     #[test]
     fn measured_capacity_only_where_the_workers_were_busy() {
-        let service = service_with("[]");
         let bucket = |held_s: u64| ServiceBucket {
             workers_available: 20,
             released: 1000,
@@ -2473,12 +2466,9 @@ overrides = {{ "upstream.fleet.instances" = 1 }}
             ..ServiceBucket::default()
         };
         let second = MICROS_PER_SECOND;
-        assert_eq!(measured_capacity(&bucket(2), second, &service), None);
-        assert_eq!(measured_capacity(&bucket(9), second, &service), None);
+        assert_eq!(measured_capacity(&bucket(2), second), None);
+        assert_eq!(measured_capacity(&bucket(9), second), None);
         // Held 10 s of 20 workers' second: 1000 let go of, 10 ms each, 2000 a second.
-        assert_eq!(
-            measured_capacity(&bucket(10), second, &service),
-            Some(2000.0)
-        );
+        assert_eq!(measured_capacity(&bucket(10), second), Some(2000.0));
     }
 }

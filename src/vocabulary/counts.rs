@@ -158,6 +158,9 @@ pub struct ServiceBucket {
     pub replayed: u64,
     /// Writes committed (leaf services only).
     pub writes: u64,
+    /// Of those, writes beyond the first of one logical operation (of one intent, when users
+    /// retry by hand) in the data it keeps (its fleet's, for a fleet).
+    pub duplicate_writes: u64,
     /// Worker time spent on requests whose caller had already given up, in microseconds.
     pub wasted_work_us: u64,
     /// Requests a worker let go of: served, failed downstream, or reset by a crash.
@@ -234,42 +237,22 @@ impl ServiceBucket {
         self.resets += other.resets;
         self.replayed += other.replayed;
         self.writes += other.writes;
+        self.duplicate_writes += other.duplicate_writes;
         self.wasted_work_us += other.wasted_work_us;
         self.released += other.released;
         self.held_us += other.held_us;
     }
 
-    /// Requests per second the workers available at the bucket's end could serve. For a
-    /// service that calls nothing that is `workers / mean work`, the work slowed by a cold
-    /// start or sped by a warm cache at that moment (`mean_service_us` without them), and the
-    /// workers counted as `serving` says (what they serve at best at the best concurrency, for
-    /// a service that slows down with it); a calling
-    /// service's workers are also held for their calls, so its capacity is measured:
-    /// `workers / mean time a worker held a request` among those it let go of in the bucket
-    /// (`None` if it let go of none). `None` too where that time is zero (a service time of
-    /// zero, a cache hit that takes none, calls that take none): a worker then serves any
-    /// number of requests at one instant, so there is no finite capacity to write.
-    pub fn capacity_rps(
-        &self,
-        leaf: bool,
-        mean_service_us: f64,
-        serving: impl Fn(u64) -> f64,
-    ) -> Option<f64> {
-        let mean_hold_us = if leaf && self.mean_work_us > 0 {
-            self.mean_work_us as f64
-        } else if leaf {
-            mean_service_us
-        } else if self.released > 0 {
-            self.held_us as f64 / self.released as f64
-        } else {
-            return None;
-        };
-        let workers = if leaf {
-            serving(self.workers_available)
-        } else {
-            self.workers_available as f64
-        };
-        (mean_hold_us > 0.0).then(|| workers * MICROS_PER_SECOND as f64 / mean_hold_us)
+    /// Requests per second a calling service's workers available at the bucket's end could
+    /// serve: they are held for their calls as well as their own work, so its capacity is
+    /// measured, `workers / mean time a worker held a request` among those it let go of in the
+    /// bucket (`None` if it let go of none, or held them no time: a worker then serves any
+    /// number of requests at one instant, so there is no finite capacity to write). A leaf's
+    /// is the model's ([`crate::model::ServiceModel::instance_capacity_rps`]).
+    pub fn held_capacity_rps(&self) -> Option<f64> {
+        let mean_hold_us = self.held_us as f64 / self.released as f64;
+        (self.released > 0 && self.held_us > 0)
+            .then(|| self.workers_available as f64 * MICROS_PER_SECOND as f64 / mean_hold_us)
     }
 }
 
@@ -289,7 +272,7 @@ pub type ServiceColumn = (&'static str, fn(&ServiceBucket) -> u64);
 
 /// The counts of a [`ServiceBucket`] (but its worker times, which are written in seconds), by
 /// the names `services.csv` and `summary.json` give them, in their column order.
-pub const SERVICE_COUNTS: [ServiceColumn; 24] = [
+pub const SERVICE_COUNTS: [ServiceColumn; 25] = [
     ("first_attempts", |b| b.first_attempts),
     ("retries", |b| b.retries),
     ("status_checks", |b| b.status_checks),
@@ -313,6 +296,7 @@ pub const SERVICE_COUNTS: [ServiceColumn; 24] = [
     ("resets", |b| b.resets),
     ("replayed", |b| b.replayed),
     ("writes", |b| b.writes),
+    ("duplicate_writes", |b| b.duplicate_writes),
     ("released", |b| b.released),
 ];
 
@@ -335,29 +319,12 @@ mod tests {
             held_us: MICROS_PER_SECOND,
             ..ServiceBucket::default()
         };
-        // A leaf: 50 workers of 10 ms each serve 5,000 requests per second.
-        assert_eq!(
-            bucket.capacity_rps(true, 10_000.0, |w| w as f64),
-            Some(5000.0)
-        );
         // A caller whose workers were held 100 ms per request serves 500.
-        assert_eq!(
-            bucket.capacity_rps(false, 10_000.0, |w| w as f64),
-            Some(500.0)
-        );
+        assert_eq!(bucket.held_capacity_rps(), Some(500.0));
         let idle = ServiceBucket {
             released: 0,
             ..bucket
         };
-        assert_eq!(idle.capacity_rps(false, 10_000.0, |w| w as f64), None);
-        // A leaf restarted cold, each request taking 25 ms for now, serves 2,000.
-        let cold = ServiceBucket {
-            mean_work_us: 25_000,
-            ..bucket
-        };
-        assert_eq!(
-            cold.capacity_rps(true, 10_000.0, |w| w as f64),
-            Some(2000.0)
-        );
+        assert_eq!(idle.held_capacity_rps(), None);
     }
 }

@@ -468,7 +468,7 @@ impl Summary {
 /// from this table): the run's [`ServiceSummary`], named `METRIC@SERVICE` in sweeps, requirements
 /// and claims ([`named`]). Load and refusals are better lower; what a service merely did
 /// (served, wrote, replayed, let go of) has no better direction.
-pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
+pub const SERVICE_METRICS: [Metric<ServiceSummary>; 31] = [
     Metric {
         name: "amplification",
         unit: Unit::Number,
@@ -670,6 +670,14 @@ pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
         meaning: "Writes it committed (a leaf service): duplicates included.",
     },
     Metric {
+        name: "duplicate_writes",
+        unit: Unit::Count,
+        domain: Domain::NonNegative,
+        better: Better::Lower,
+        value: |s| s.totals.duplicate_writes as f64,
+        meaning: "Of its writes, those beyond the first of one logical operation (of one intent, when users retry by hand) in the data it keeps (a fleet's instances share theirs): a duplicate row or a second charge here. The run's `duplicate_writes` is the sum over the services.",
+    },
+    Metric {
         name: "released",
         unit: Unit::Count,
         domain: Domain::NonNegative,
@@ -710,6 +718,10 @@ pub const SERVICE_METRICS: [Metric<ServiceSummary>; 30] = [
         meaning: "Worker-seconds it spent refusing requests (`rejection_cost`).",
     },
 ];
+
+/// The service metrics that are the run's own in a scenario of one service, so that its
+/// `summary.json`'s `upstream` block leaves them out (its `duplicate_writes` is the run's).
+pub const TOPOLOGY_SERVICE_METRICS: [&str; 1] = ["duplicate_writes"];
 
 /// A fleet's metrics (a service run as several instances: `fleet = { instances = N }`), named
 /// `METRIC@SERVICE` like a service's, in a scenario of one service too; a service that is not a

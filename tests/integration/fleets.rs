@@ -559,3 +559,66 @@ fn a_sweep_records_and_minimises_an_instances_metric() {
         ],
     );
 }
+
+/// A fleet's capacity during a partial outage is its instances', each with its own workers
+/// and its own contention curve, summed over those up: 3 instances of 13 workers of 10 ms, the
+/// first 2 following a curve that takes them down from 2 s to 4 s (`capacity_instances = 2`).
+/// Under the USL (docs/reference.md, "contention") an instance of `N` workers serves at best
+/// `N / (S (1 + sigma (N - 1) + kappa N (N - 1)))` a second, at `N = 13` here, below the peak
+/// concurrency `sqrt((1 - sigma) / kappa) = 44.3`: 986.34 a second, so 2,959.0 for the fleet
+/// and 986.34 while two are down; without contention 1,300 an instance. `capacity_rps` (the
+/// measured series of services.csv and timeseries.csv) and the model's curve (load.png's
+/// dashed line) both give it. On main the fleet's 13 available workers were spread over its
+/// 3 instances, each at the concurrency of 4.
+#[test]
+fn a_fleets_capacity_in_a_partial_outage_is_the_sum_over_the_instances_up() {
+    let text = |contention: &str| {
+        format!(
+            r#"name = "ledger"
+duration = "6s"
+bucket = "500ms"
+[clients]
+count = 100
+rate = 1.0
+deadline = "3s"
+attempt_timeout = "500ms"
+[upstream]
+workers = 13
+service_time = "10ms"
+outage = "reject"
+capacity = [{{ at = "2s", factor = 1.0 }}, {{ at = "2s", factor = 0.0 }}, {{ at = "4s", factor = 0.0 }}, {{ at = "4s", factor = 1.0 }}]
+fleet = {{ instances = 3, capacity_instances = 2 }}
+{contention}
+[[policy]]
+name = "p"
+"#
+        )
+    };
+    let (sigma, kappa): (f64, f64) = (0.02, 0.0005);
+    let usl = 13.0 / (0.010 * (1.0 + sigma * 12.0 + kappa * 13.0 * 12.0));
+    for (contention, instance) in [
+        (String::new(), 1300.0),
+        (
+            format!("contention = {{ sigma = {sigma}, kappa = {kappa} }}"),
+            usl,
+        ),
+    ] {
+        let run = run(&scenario(&text(&contention)));
+        let policy = &run.policies[0];
+        let capacity = &policy.measurements.services[0].capacity_rps;
+        let model = &policy.model.services[0];
+        let close = |value: Option<f64>, expected: f64| {
+            let value = value.expect("a finite capacity");
+            assert!(
+                (value - expected).abs() <= 1e-9 * expected,
+                "{value} against {expected} ({contention})"
+            );
+        };
+        // Buckets of 500 ms: [1 s, 1.5 s) ends healthy, [3 s, 3.5 s) inside the outage.
+        close(capacity[2], 3.0 * instance);
+        close(capacity[6], instance);
+        close(capacity[10], 3.0 * instance);
+        close(model.capacity_rps(13), 3.0 * instance);
+        close(model.capacity_rps(0), instance);
+    }
+}

@@ -430,10 +430,8 @@ cold_start = { factor = 3, time = "1h" }
 "#,
     );
     let restarted = run(&cold);
-    let model = &restarted.policies[0].model.services[0];
     let capacity = |index: usize| {
-        restarted.policies[0].measurements.services[0].buckets[index]
-            .capacity_rps(true, model.mean_service_us(), |workers| workers as f64)
+        restarted.policies[0].measurements.services[0].capacity_rps[index]
             .expect("a leaf has a capacity")
     };
     // Warm before the outage: 10 workers of 10 ms. Right after the restart (decaying over an

@@ -394,3 +394,88 @@ fn a_claim_names_a_services_metric() {
         ],
     );
 }
+
+/// `users -> pay -> [ledger, card-network]`: `pay` calls the ledger, then the card network,
+/// which commits the charge and answers 503 (`errors.at = "after-service"`, `committed`), so
+/// `pay` sends it 3 times (`max_attempts = 2`, `unsafe_retries`) and fails; the users send each
+/// unkeyed POST twice (`max_attempts = 1`, `unsafe_retries`). Per operation, by hand: the
+/// ledger commits 2 writes (1 duplicate), the card network 2 x 3 = 6 (5 duplicates), and the
+/// run's 6 duplicates are their sum. The ledger is a fleet of 2 sharing its data: the
+/// users' second press reaches the other instance (round robin), and is a duplicate there.
+/// With the users retrying by hand (`manual_retry`, once, after the failure), each intent's
+/// presses double every count: 4 ledger writes, 3 duplicates; 12 card writes, 11 duplicates.
+#[test]
+fn duplicate_writes_are_counted_at_the_service_that_commits_them_and_sum_to_the_runs() {
+    let text = |manual: &str| {
+        format!(
+            r#"
+name = "two-leaves"
+duration = "5s"
+[clients]
+count = 10
+rate = 2.0
+deadline = "100s"
+attempt_timeout = "50s"
+calls = "pay"
+[[clients.operations]]
+name = "pay"
+method = "POST"
+[[service]]
+name = "pay"
+workers = 1000
+service_time = "1ms"
+calls = ["ledger", "card-network"]
+retry = {{ base = "1ms", cap = "1ms", jitter = "none", max_attempts = 2, unsafe_retries = true, attempt_timeout = "50s" }}
+[[service]]
+name = "ledger"
+workers = 1000
+service_time = "1ms"
+fleet = {{ instances = 2, load_balancer = "round-robin" }}
+[[service]]
+name = "card-network"
+workers = 1000
+service_time = "1ms"
+errors = {{ rate = 1.0, status = 503, at = "after-service", committed = true }}
+[[policy]]
+name = "naive"
+base = "10ms"
+cap = "10ms"
+jitter = "none"
+max_attempts = 1
+unsafe_retries = true
+{manual}
+"#
+        )
+    };
+    for (manual, presses) in [
+        ("", 1),
+        (
+            r#"manual_retry = { on = ["failure"], probability = 1.0, delay = "1s", max = 1, key = "new" }"#,
+            2,
+        ),
+    ] {
+        let result = run(&scenario(&text(manual)));
+        let policy = &result.policies[0];
+        let intents = policy.summary.intents.started;
+        assert!(intents > 50, "{intents}");
+        let [_, ledger, card] = &policy.services[..] else {
+            panic!("three services")
+        };
+        assert_eq!(ledger.totals.writes, 2 * presses * intents);
+        assert_eq!(ledger.totals.duplicate_writes, (2 * presses - 1) * intents);
+        assert_eq!(card.totals.writes, 6 * presses * intents);
+        assert_eq!(card.totals.duplicate_writes, (6 * presses - 1) * intents);
+        let sum: u64 = policy
+            .services
+            .iter()
+            .map(|service| service.totals.duplicate_writes)
+            .sum();
+        assert_eq!(sum, policy.summary.duplicate_writes);
+        let instances: u64 = ledger
+            .instances
+            .iter()
+            .map(|instance| instance.counts.duplicate_writes)
+            .sum();
+        assert_eq!(instances, ledger.totals.duplicate_writes);
+    }
+}
