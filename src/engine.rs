@@ -333,6 +333,9 @@ enum Stage {
     /// A worker holds it, since `Attempt::service_start`: doing its own work, or waiting on a
     /// downstream call.
     InService,
+    /// At an event-driven service, its own work done: its downstream calls are out, and no
+    /// worker holds it.
+    Forwarding,
     Waiting,
     /// Read from an optimistic row; its write is on its way.
     Writing,

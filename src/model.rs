@@ -36,7 +36,8 @@ use crate::scenario::fleet::{Balancer, KeyStore};
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DeadlineCheck,
     DisciplineKind, ErrorsAt, IdempotencyStore, InFlightRepeat, LimitKind, LinkNetwork, Outage,
-    Policy, QueueDiscipline, RateLimitScope, Scenario, Service, Start, TransportError, Workload,
+    Policy, QueueDiscipline, RateLimitScope, Scenario, ServerKind, Service, Start, TransportError,
+    Workload,
 };
 use outlier::OutlierModel;
 use overload::{
@@ -352,6 +353,11 @@ pub struct ServiceModel {
     pub downstream: Option<CallerPolicy>,
     /// The status answered when a downstream call fails for good.
     pub failure_status: u16,
+    /// A worker is held while a request's downstream calls are out (a thread-per-request
+    /// server); else it lets go after the service's own work (an event-driven server).
+    pub holds_worker_on_calls: bool,
+    /// The service keeps idempotency keys (a proxy forwards them instead).
+    pub keeps_keys: bool,
     /// Worker time each kind of rejection costs.
     pub rejection_cost: RejectionCosts,
     /// Stop work whose caller has gone.
@@ -430,6 +436,14 @@ pub struct RejectionCosts {
     pub shed: Micros,
     /// A request refused because its deadline had passed.
     pub deadline_expired: Micros,
+}
+
+/// What kind of server `service` is (thread-per-request unless it says otherwise).
+fn server_kind(service: &Service) -> ServerKind {
+    service
+        .server
+        .as_ref()
+        .map_or_else(ServerKind::default, |server| *server.get_ref())
 }
 
 /// The worker time of each kind of rejection at `service`: `rejection_cost`'s kinds, and its
@@ -807,6 +821,8 @@ impl ServiceModel {
                 .failure_status
                 .as_ref()
                 .map_or(503, |status| status.get_ref().get() as u16),
+            holds_worker_on_calls: server_kind(service).holds_worker_on_calls(),
+            keeps_keys: server_kind(service).keeps_keys(),
             rejection_cost: rejection_costs(service),
             cancellation: service.cancellation,
             concurrency_limit: service.concurrency_limit.as_ref().map(|limit| {

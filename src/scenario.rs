@@ -22,6 +22,7 @@ mod load;
 pub mod manual_retry;
 mod overload;
 pub mod risk;
+mod server_kind;
 mod topology;
 pub mod uncertain;
 mod validate;
@@ -459,6 +460,11 @@ pub struct Service {
     /// (default 503).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_status: Option<Spanned<Bounded<400, 599>>>,
+    /// A calling service: what kind of server it is, which decides whether a worker is held
+    /// while its calls are out and whether it keeps idempotency keys (default
+    /// `thread-per-request`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server: Option<Spanned<ServerKind>>,
 }
 
 /// `retry = { ... }` of a `[[service]]` that calls others: how it retries its calls. The
@@ -714,6 +720,8 @@ pub enum DeadlineCheck {
     /// work that waited past its deadline.
     Dequeue,
 }
+
+pub use server_kind::ServerKind;
 
 /// Where a service keeps its idempotency keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]

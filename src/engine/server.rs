@@ -17,7 +17,8 @@ use crate::scenario::{DeadlineCheck, ErrorsAt, IdempotencyStore, InFlightRepeat}
 /// which a gateway answers for DEADLINE_EXCEEDED (grpc-gateway's mapping of the code).
 const DEADLINE_EXCEEDED: u16 = 504;
 
-/// What a worker holds: a request at its service since `start`.
+/// What a worker holds: a request at its service since `start`; or, at an event-driven
+/// service, a request whose calls are out (`forwarding`), which no worker holds.
 #[derive(Debug, Clone, Copy)]
 struct Held {
     service: ServiceId,
@@ -25,6 +26,7 @@ struct Held {
     status_check: bool,
     start: Micros,
     caller_waiting: bool,
+    forwarding: bool,
 }
 
 impl<'a, O: Observer> Engine<'a, O> {
@@ -93,7 +95,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             service.counts(now).errors += 1;
             return self.reply(key, Reply::Error(errors.status));
         }
-        if !status_check && keyed {
+        if !status_check && keyed && self.services[usize::from(id)].model.keeps_keys {
             match self.key_store(id).judge_key(now, logical) {
                 KeyVerdict::Process => {}
                 KeyVerdict::Replay => {
@@ -265,8 +267,11 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         };
         let (id, now) = (held.service, self.now);
+        self.let_go(Held {
+            caller_waiting: false,
+            ..held
+        });
         let service = self.service(id);
-        service.release_worker_after(now, held.start, false);
         service.counts(now).cancelled += 1;
         service.ended(now, key, false, true);
         self.leave_service(key);
@@ -305,12 +310,38 @@ impl<'a, O: Observer> Engine<'a, O> {
         };
         let model = self.services[usize::from(held.service)].model;
         if !held.status_check && !model.calls.is_empty() {
+            if !model.holds_worker_on_calls {
+                return self.forward(key, held);
+            }
             return self.start_call(held.service, key, 0);
         }
         if !held.status_check && model.optimistic_row.is_some() {
             return self.read_row(key, held);
         }
         self.complete(key, held);
+    }
+
+    /// An event-driven service's worker is done with its own work on request `key`: it lets
+    /// go, the request's first call goes out, and the worker takes the next queued request.
+    fn forward(&mut self, key: Key, held: Held) {
+        let (id, now) = (held.service, self.now);
+        self.service(id)
+            .forward(now, held.start, held.caller_waiting);
+        self.attempts.get_mut(key).expect("live attempt").stage = Stage::Forwarding;
+        self.start_call(id, key, 0);
+        self.dispatch(id);
+    }
+
+    /// The service lets go of what `held` is: its worker, or, for a request whose calls
+    /// were out at an event-driven service, its place among those forwarded.
+    fn let_go(&mut self, held: Held) {
+        let now = self.now;
+        let service = self.service(held.service);
+        if held.forwarding {
+            service.forwarded_back();
+        } else {
+            service.release_worker_after(now, held.start, held.caller_waiting);
+        }
     }
 
     /// An optimistic row: the worker has read the row's version for request `key`; the write
@@ -356,12 +387,12 @@ impl<'a, O: Observer> Engine<'a, O> {
         self.reply(key, Reply::Error(status));
     }
 
-    /// What a worker holding `key` needs to let go of it; `None` if no worker holds it (a
-    /// stale key, or a request reset by a crash).
+    /// What a worker holding `key` (or an event-driven service forwarding it) needs to let go
+    /// of it; `None` if nothing holds it (a stale key, or a request reset by a crash).
     #[inline]
     fn held(&self, key: Key) -> Option<Held> {
         let attempt = self.attempts.get(key)?;
-        if attempt.stage != Stage::InService {
+        if !matches!(attempt.stage, Stage::InService | Stage::Forwarding) {
             return None;
         }
         Some(Held {
@@ -370,6 +401,7 @@ impl<'a, O: Observer> Engine<'a, O> {
             status_check: attempt.status_check,
             start: attempt.service_start,
             caller_waiting: self.awaiting.contains(key),
+            forwarding: attempt.stage == Stage::Forwarding,
         })
     }
 
@@ -394,9 +426,8 @@ impl<'a, O: Observer> Engine<'a, O> {
     #[inline]
     fn complete(&mut self, key: Key, held: Held) {
         let (id, now) = (held.service, self.now);
-        let service = self.service(id);
-        service.release_worker_after(now, held.start, held.caller_waiting);
-        service.ended(now, key, true, !held.caller_waiting);
+        self.let_go(held);
+        self.service(id).ended(now, key, true, !held.caller_waiting);
         self.answer_served(key, id, held.operation, held.status_check);
         self.dispatch(id);
     }
@@ -445,7 +476,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                 .in_service -= 1;
             self.commit_write(id, operation_key);
             let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
-            if endpoint.idempotency_key {
+            if endpoint.idempotency_key && self.services[usize::from(id)].model.keeps_keys {
                 for waiter in self.key_store(id).complete_key(now, logical) {
                     self.service(id).counts(now).replayed += 1;
                     self.reply(waiter, Reply::Ok);
@@ -523,8 +554,8 @@ impl<'a, O: Observer> Engine<'a, O> {
     /// A downstream call failed for good: the service answers its failure status.
     fn fail_request(&mut self, key: Key, held: Held) {
         let (id, now) = (held.service, self.now);
+        self.let_go(held);
         let service = self.service(id);
-        service.release_worker_after(now, held.start, held.caller_waiting);
         service.counts(now).downstream_failures += 1;
         service.ended(now, key, true, !held.caller_waiting);
         self.leave_service(key);
@@ -609,7 +640,9 @@ impl<'a, O: Observer> Engine<'a, O> {
         }
         let (id, operation_key) = (attempt.service, attempt.operation);
         let operation = self.operations.get(operation_key).expect("live operation");
-        if !self.model.users.endpoints[usize::from(operation.endpoint)].idempotency_key {
+        if !self.model.users.endpoints[usize::from(operation.endpoint)].idempotency_key
+            || !self.services[usize::from(id)].model.keeps_keys
+        {
             return;
         }
         let logical = self.logical(operation_key, operation);
@@ -733,13 +766,17 @@ impl<'a, O: Observer> Engine<'a, O> {
             self.reply(key, Reply::Reset);
         }
         victims.extend(self.requests_in_sending_order(|attempt| {
-            attempt.service == id && attempt.stage == Stage::InService
+            attempt.service == id && matches!(attempt.stage, Stage::InService | Stage::Forwarding)
         }));
         for key in victims {
             let attempt = self.attempts.get(key).expect("a victim is live");
-            if attempt.stage == Stage::InService {
-                let start = attempt.service_start;
-                self.service(id).release_worker_after(now, start, true);
+            match attempt.stage {
+                Stage::InService => {
+                    let start = attempt.service_start;
+                    self.service(id).release_worker_after(now, start, true);
+                }
+                Stage::Forwarding => self.service(id).forwarded_back(),
+                _ => {}
             }
             self.service(id).counts(now).resets += 1;
             self.leave_service(key);

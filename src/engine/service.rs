@@ -169,6 +169,10 @@ pub struct Service<'m> {
     busy: u64,
     /// Of the busy workers, those paying for rejections.
     rejecting: u64,
+    /// An event-driven service: requests whose own work is done and whose downstream calls
+    /// are out. They are in the service (its concurrency limit and crash threshold count
+    /// them) but hold no worker.
+    forwarding: u64,
     /// Worker time owed for rejections that found no free worker.
     rejection_debt: Micros,
     queue: Queue,
@@ -218,6 +222,7 @@ impl<'m> Service<'m> {
             available_until: 0,
             busy: 0,
             rejecting: 0,
+            forwarding: 0,
             rejection_debt: 0,
             queue: Queue::new(model.queue_discipline),
             peak_queue_len: 0,
@@ -443,7 +448,7 @@ impl<'m> Service<'m> {
     /// Requests in the service: queued, or held by a worker.
     #[inline]
     pub fn in_flight(&self) -> u64 {
-        self.queue.len() as u64 + self.busy - self.rejecting
+        self.queue.len() as u64 + self.busy - self.rejecting + self.forwarding
     }
 
     /// Whether the concurrency limit turns a request away now.
@@ -553,6 +558,18 @@ impl<'m> Service<'m> {
         if !caller_waiting {
             counts.wasted_work_us += now - start;
         }
+    }
+
+    /// An event-driven service's worker, done at `now` with its own work on a request it took
+    /// at `start`, lets go of it while its downstream calls are out.
+    pub fn forward(&mut self, now: Micros, start: Micros, caller_waiting: bool) {
+        self.release_worker_after(now, start, caller_waiting);
+        self.forwarding += 1;
+    }
+
+    /// A request whose calls were out (see [`Service::forward`]) leaves the service.
+    pub fn forwarded_back(&mut self) {
+        self.forwarding -= 1;
     }
 
     /// Records the queue and the workers at `now`, for the bucket holding it.

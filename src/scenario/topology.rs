@@ -64,6 +64,7 @@ pub(super) fn validate_topology(
     check_amplification(scenario, &calls, entry)?;
     for service in &scenario.service {
         let service = service.get_ref();
+        super::server_kind::validate_server_kind(service, service.name())?;
         if service.calls.is_empty() {
             if let Some(retry) = &service.retry {
                 return Err((
@@ -124,6 +125,9 @@ fn validate_upstream_alone(scenario: &Scenario, upstream: &Service) -> Result<()
     }
     if let Some(status) = &upstream.failure_status {
         return Err((status.span(), topology_key("failure_status")));
+    }
+    if let Some(server) = &upstream.server {
+        return Err((server.span(), topology_key("server")));
     }
     if let Some(calls) = &scenario.clients.calls {
         return Err((

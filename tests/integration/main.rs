@@ -25,6 +25,7 @@ mod links;
 mod manual_retries;
 mod output_folders;
 mod overload;
+mod proxies;
 mod queueing;
 mod reports;
 mod retry_probability;

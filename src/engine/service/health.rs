@@ -190,6 +190,8 @@ mod tests {
             call_links: Vec::new(),
             downstream: None,
             failure_status: 503,
+            holds_worker_on_calls: true,
+            keeps_keys: true,
             rejection_cost: RejectionCosts::default(),
             cancellation: false,
             concurrency_limit: None,
