@@ -29,8 +29,11 @@
 //! cold ([`crate::engine::service::health`]).
 //! A worker spends a `service_time` on the request (with `contention`, longer the more requests
 //! are in service as it starts: [`crate::model::ContentionModel`]), then, if the service calls
-//! others, makes each call in order as a client of its own (its `retry` policy, the deadline
-//! propagated or fresh), held all the while, as a thread-per-request server is. When every call
+//! others, makes each call in order as a client of its own (its `retry` policy, or the call's own
+//! `call_retry`, the deadline propagated or fresh), held all the while, as a thread-per-request
+//! server is; the calls are those of the operation's own `path` where it names the service, and
+//! with `fan_out = "parallel"` they go out at once and the first that fails for good fails the
+//! request. When every call
 //! succeeded it answers success; when one failed for good it answers its `failure_status`. A
 //! service that calls nothing holds the data: serving a request of a non-idempotent method there
 //! commits a write, and a commit beyond the first for one logical operation at one service is a

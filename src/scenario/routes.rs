@@ -211,7 +211,13 @@ pub(super) fn check_call_policies(scenario: &Scenario) -> Result<(), Problem> {
     for service in &scenario.service {
         let service = service.get_ref();
         let called = calls_anywhere(scenario, service);
-        for name in service.call_retry.keys() {
+        for (name, policy) in &service.call_retry {
+            if let Some(import) = &policy.get_ref().0.import {
+                return Err((
+                    import.span(),
+                    "`import` is read in a tier's `retry`, not in a call's own policy: write the call's settings in its `call_retry` table".into(),
+                ));
+            }
             if !called.contains(&name.get_ref().as_str()) {
                 let hint = crate::base::suggest::did_you_mean(name.get_ref(), called.iter().copied())
                     .map(|near| format!(" (did you mean {near:?}?)"))
