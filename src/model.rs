@@ -684,10 +684,13 @@ impl Model {
         let mut link_of = |from: &str, to: &str| -> LinkId {
             // Links of the same settings are one: the engine keeps one lane per constant.
             let link = Link::of(topology.link_network(Some(from), to));
-            links.iter().position(|known| *known == link).unwrap_or_else(|| {
-                links.push(link);
-                links.len() - 1
-            }) as LinkId
+            links
+                .iter()
+                .position(|known| *known == link)
+                .unwrap_or_else(|| {
+                    links.push(link);
+                    links.len() - 1
+                }) as LinkId
         };
         let services = services
             .iter()
@@ -836,7 +839,11 @@ impl Routes {
 }
 
 impl ServiceModel {
-    fn new(service: &Service, index_of: &impl Fn(&str) -> ServiceId, routes: Routes) -> ServiceModel {
+    fn new(
+        service: &Service,
+        index_of: &impl Fn(&str) -> ServiceId,
+        routes: Routes,
+    ) -> ServiceModel {
         ServiceModel {
             name: service.name().to_string(),
             workers: service.workers.get(),

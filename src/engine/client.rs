@@ -196,7 +196,9 @@ impl<O: Observer> Engine<'_, O> {
     /// index in `Engine::caller_controls` for a service's.
     #[inline]
     fn controls_owner(&self, call: Option<DownstreamCall>) -> u32 {
-        call.map_or(0, |call| 1 + self.controls_index(call.service, call.policy) as u32)
+        call.map_or(0, |call| {
+            1 + self.controls_index(call.service, call.policy) as u32
+        })
     }
 
     /// The controls `owner` names (see [`controls_owner`]): of a call that may have ended.

@@ -219,9 +219,10 @@ pub(super) fn check_call_policies(scenario: &Scenario) -> Result<(), Problem> {
                 ));
             }
             if !called.contains(&name.get_ref().as_str()) {
-                let hint = crate::base::suggest::did_you_mean(name.get_ref(), called.iter().copied())
-                    .map(|near| format!(" (did you mean {near:?}?)"))
-                    .unwrap_or_default();
+                let hint =
+                    crate::base::suggest::did_you_mean(name.get_ref(), called.iter().copied())
+                        .map(|near| format!(" (did you mean {near:?}?)"))
+                        .unwrap_or_default();
                 let calls = if called.is_empty() {
                     "calls no service".to_string()
                 } else {

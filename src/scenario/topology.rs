@@ -268,7 +268,11 @@ fn operation_graph(
 
 /// Depth-first search for a cycle; the error points at the call that closes it, and names the
 /// operation whose path makes it, if `operation` is given.
-fn check_acyclic(scenario: &Scenario, calls: &Graph, operation: Option<&str>) -> Result<(), Problem> {
+fn check_acyclic(
+    scenario: &Scenario,
+    calls: &Graph,
+    operation: Option<&str>,
+) -> Result<(), Problem> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -342,7 +346,11 @@ fn reached_from(graph: &Graph, entry: usize) -> Vec<bool> {
 }
 
 /// Every service an operation's `path` names is one the operation reaches.
-fn check_path_reached(scenario: &Scenario, operation: usize, reached: &[bool]) -> Result<(), Problem> {
+fn check_path_reached(
+    scenario: &Scenario,
+    operation: usize,
+    reached: &[bool],
+) -> Result<(), Problem> {
     let operation = &scenario.clients.operations[operation];
     for service in operation.path.keys() {
         let index = scenario

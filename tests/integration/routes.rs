@@ -323,7 +323,11 @@ fn each_calls_policy_is_described() {
 #[test]
 fn a_path_names_services_the_operation_reaches() {
     assert_contains(
-        &error_with(PAYMENTS, "payments = [\"ledger\"]", "paymnts = [\"ledger\"]"),
+        &error_with(
+            PAYMENTS,
+            "payments = [\"ledger\"]",
+            "paymnts = [\"ledger\"]",
+        ),
         &[
             "bad.toml:31:10:",
             "no service named \"paymnts\"",
@@ -331,7 +335,11 @@ fn a_path_names_services_the_operation_reaches() {
         ],
     );
     assert_contains(
-        &error_with(PAYMENTS, "payments = [\"ledger\"]", "payments = [\"ledgr\"]"),
+        &error_with(
+            PAYMENTS,
+            "payments = [\"ledger\"]",
+            "payments = [\"ledgr\"]",
+        ),
         &["bad.toml:31:22:", "did you mean \"ledger\"?"],
     );
     assert_contains(
@@ -402,6 +410,9 @@ fn a_tier_policy_is_allowed_where_some_path_calls() {
         );
     let scenario = scenario(&text);
     let model = Model::new(&scenario, &scenario.policy[0]);
-    assert_eq!(model.services[2].downstream.as_ref().unwrap().max_attempts, 1);
+    assert_eq!(
+        model.services[2].downstream.as_ref().unwrap().max_attempts,
+        1
+    );
     assert!(model.services[2].calls.is_empty());
 }
