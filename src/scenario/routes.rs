@@ -206,11 +206,24 @@ pub(super) fn check_upstream_alone(scenario: &Scenario, upstream: &Service) -> R
     Ok(())
 }
 
-/// Each `call_retry` key names a service its service calls for some operation.
+/// Each `call_retry` key names a service its service calls for some operation, and no path
+/// makes an optimistic row call anything.
 pub(super) fn check_call_policies(scenario: &Scenario) -> Result<(), Problem> {
     for service in &scenario.service {
         let service = service.get_ref();
         let called = calls_anywhere(scenario, service);
+        if let Some(row) = &service.optimistic_row
+            && !called.is_empty()
+        {
+            return Err((
+                row.span(),
+                format!(
+                    "an optimistic row holds data: it cannot call other services, and an operation's path makes {:?} call {}",
+                    service.name(),
+                    called.join(", ")
+                ),
+            ));
+        }
         for (name, policy) in &service.call_retry {
             if let Some(import) = &policy.get_ref().0.import {
                 return Err((
