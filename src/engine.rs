@@ -29,8 +29,11 @@
 //! cold ([`crate::engine::service::health`]).
 //! A worker spends a `service_time` on the request (with `contention`, longer the more requests
 //! are in service as it starts: [`crate::model::ContentionModel`]), then, if the service calls
-//! others, makes each call in order as a client of its own (its `retry` policy, the deadline
-//! propagated or fresh), held all the while, as a thread-per-request server is. When every call
+//! others, makes each call in order as a client of its own (its `retry` policy, or the call's own
+//! `call_retry`, the deadline propagated or fresh), held all the while, as a thread-per-request
+//! server is; the calls are those of the operation's own `path` where it names the service, and
+//! with `fan_out = "parallel"` they go out at once and the first that fails for good fails the
+//! request. When every call
 //! succeeded it answers success; when one failed for good it answers its `failure_status`. A
 //! service that calls nothing holds the data: serving a request of a non-idempotent method there
 //! commits a write, and a commit beyond the first for one logical operation at one service is a
@@ -561,6 +564,54 @@ fn instances(model: &Model) -> Vec<Service<'_>> {
     instances
 }
 
+/// Each instance's controls toward the services it calls: one [`ControlSet`] per instance of
+/// its default policy, then, for a service whose calls have their own policies
+/// (`call_retry`), one per instance of each of those, after it (see
+/// `Engine::first_call_controls`): a pool toward the ledger is not the pool toward the card
+/// network.
+fn caller_controls(model: &Model) -> Vec<ControlSet> {
+    let instances = model
+        .services
+        .iter()
+        .flat_map(|service| (0..service.fleet.instances).map(move |_| service));
+    let mut sets = Vec::new();
+    for (instance, service) in instances.enumerate() {
+        let controls = service
+            .downstream
+            .as_ref()
+            .map_or(&[][..], |policy| &policy.controls[..]);
+        let stream = Stream::owned(model.seed, Purpose::CallerControl, instance as u32);
+        sets.push(ControlSet::new(controls, 1, 1, stream));
+        for (index, policy) in service.call_policies.iter().enumerate() {
+            let owner = (instance as u32) << 8 | (index as u32 + 1);
+            let stream = Stream::owned(model.seed, Purpose::CallControl, owner);
+            sets.push(ControlSet::new(&policy.controls, 1, 1, stream));
+        }
+    }
+    sets
+}
+
+/// Where each instance's controls start in [`caller_controls`]'s list, if some service's
+/// calls have policies of their own; else nothing.
+fn first_call_controls(model: &Model) -> Vec<u32> {
+    if model
+        .services
+        .iter()
+        .all(|service| service.call_policies.is_empty())
+    {
+        return Vec::new();
+    }
+    let mut first = 0;
+    let mut starts = Vec::new();
+    for service in &model.services {
+        for _ in 0..service.fleet.instances {
+            starts.push(first);
+            first += 1 + service.call_policies.len() as u32;
+        }
+    }
+    starts
+}
+
 /// Each service's [`Fleet`]: its instances among `Engine::services`, and the balancing state
 /// of its callers, one scope per user client process for the entry, one per calling instance
 /// for the others (the entry has no calling service: a topology has no cycle).
@@ -651,10 +702,16 @@ struct DownstreamCall {
     caller: ServiceId,
     /// The request its worker is serving.
     parent: Key,
-    /// Which of the service's calls this is.
+    /// Which call of its route this is.
     number: u8,
+    /// The route its request takes at the calling service (see [`crate::model::Route`]).
+    route: u8,
+    /// Its policy among the calling service's (see [`crate::model::RouteCall::policy`]).
+    policy: u8,
     /// The service called.
     target: ServiceId,
+    /// The link it travels.
+    link: LinkId,
     /// The user operation it is made for: services store keys and writes under it.
     logical: Key,
 }
@@ -786,6 +843,10 @@ struct Engine<'a, O: Observer> {
     /// `services`: an instance of a fleet is a process of its own, as each Envoy keeps its own
     /// circuit breakers and each Finagle client its own budget.
     caller_controls: Vec<ControlSet>,
+    /// Where each instance's controls start in `caller_controls` when some service gives a
+    /// call its own policy (its default policy's, then each of its calls' own); empty
+    /// otherwise, when an instance's controls are at its index.
+    first_call_controls: Vec<u32>,
     /// Some caller has a control: without one, the client side skips every control hook.
     controls_anywhere: bool,
     /// The attempts waiting for a connection, per caller (see `controls_owner`) and pool
@@ -795,6 +856,9 @@ struct Engine<'a, O: Observer> {
     pool_waiting: BTreeMap<Key, (u32, WaitQueue)>,
     /// Some caller has an HTTP/1.1 pool, where attempts wait.
     pool_waits_anywhere: bool,
+    /// Per attempt slot of a request whose calls are out at once (a parallel route), how many
+    /// have yet to succeed; empty without one.
+    joins: Vec<u8>,
     /// The [`HedgeState`] of each operation slot that holds a hedged call; empty without
     /// hedging.
     hedges: Vec<HedgeState>,
@@ -897,24 +961,8 @@ impl<'a, O: Observer> Engine<'a, O> {
                 model.users.processes,
                 Stream::new(seed, Purpose::ClientControl),
             ),
-            caller_controls: model
-                .services
-                .iter()
-                .flat_map(|service| (0..service.fleet.instances).map(move |_| service))
-                .enumerate()
-                .map(|(instance, service)| {
-                    let controls = service
-                        .downstream
-                        .as_ref()
-                        .map_or(&[][..], |policy| &policy.controls[..]);
-                    ControlSet::new(
-                        controls,
-                        1,
-                        1,
-                        Stream::owned(seed, Purpose::CallerControl, instance as ServiceId),
-                    )
-                })
-                .collect(),
+            caller_controls: caller_controls(model),
+            first_call_controls: first_call_controls(model),
             controls_anywhere: model.any_caller(|policy| !policy.controls.is_empty()),
             pool_waiters: BTreeMap::new(),
             pool_waiting: BTreeMap::new(),
@@ -924,6 +972,7 @@ impl<'a, O: Observer> Engine<'a, O> {
                     .iter()
                     .any(|control| control.config.lets_wait())
             }),
+            joins: Vec::new(),
             hedges: Vec::new(),
             hedging_anywhere: model.any_caller(|policy| policy.hedging.is_some()),
             extras: Vec::new(),

@@ -33,6 +33,7 @@ use toml::Spanned;
 use crate::base::time::{MICROS_PER_SECOND, Micros};
 use crate::base::values::{Bounded, Probability};
 use crate::scenario::fleet::{Balancer, KeyStore};
+use crate::scenario::routes::{self, FanOut};
 use crate::scenario::{
     CacheFill, CallDeadline, CallRetry, ConcurrencyLimit, ControlSpec, DeadlineCheck,
     DisciplineKind, ErrorsAt, IdempotencyStore, InFlightRepeat, LimitKind, LinkNetwork, Outage,
@@ -345,12 +346,21 @@ pub struct ServiceModel {
     pub idempotency_ttl: Micros,
     /// What a repeat of an in-flight key gets.
     pub idempotency_in_flight: InFlightRepeat,
-    /// The services called, in order, for every request served.
+    /// The services called, in order, for every request of an operation whose `path` does not
+    /// name it: its own `calls`, the calls of `routes[0]`.
     pub calls: Vec<ServiceId>,
-    /// The [`Link`] of each call, in the order of `calls`.
-    pub call_links: Vec<LinkId>,
-    /// The retry policy toward the services called (`None` for a leaf).
+    /// The calls it makes for each kind of request: `routes[0]` its own `calls` and `fan_out`,
+    /// the others those of operations' paths that name it (one per different path).
+    pub routes: Vec<Route>,
+    /// Per endpoint, the index of its route in `routes`; empty when every endpoint takes
+    /// `routes[0]` (no operation's path names the service).
+    pub endpoint_routes: Vec<u8>,
+    /// The retry policy toward the services called, for the calls without one of their own
+    /// (`None` for a service that calls nothing on any path).
     pub downstream: Option<CallerPolicy>,
+    /// The policies of the calls that have their own (`call_retry`), in the order of its keys:
+    /// a [`RouteCall::policy`] of `i` above 0 is `call_policies[i - 1]`.
+    pub call_policies: Vec<CallerPolicy>,
     /// The status answered when a downstream call fails for good.
     pub failure_status: u16,
     /// A worker is held while a request's downstream calls are out (a thread-per-request
@@ -376,6 +386,26 @@ pub struct ServiceModel {
     pub optimistic_row: Option<u16>,
     /// Its instances and how callers pick one (one instance without a `fleet`).
     pub fleet: FleetModel,
+}
+
+/// The calls a service makes for one kind of request, resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    /// The calls, in order; empty: the data lives here for these requests.
+    pub calls: Vec<RouteCall>,
+    /// All at once (else one after another).
+    pub parallel: bool,
+}
+
+/// One call of a [`Route`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RouteCall {
+    /// The service called.
+    pub target: ServiceId,
+    /// The [`Link`] it travels.
+    pub link: LinkId,
+    /// Its policy: 0 for the service's `downstream`, `i` for its `call_policies[i - 1]`.
+    pub policy: u8,
 }
 
 /// A service's instances and how its callers pick one.
@@ -665,26 +695,22 @@ impl Model {
         let mut links = vec![Link::of(
             topology.link_network(None, services[entry].name()),
         )];
+        let mut link_of = |from: &str, to: &str| -> LinkId {
+            // Links of the same settings are one: the engine keeps one lane per constant.
+            let link = Link::of(topology.link_network(Some(from), to));
+            links
+                .iter()
+                .position(|known| *known == link)
+                .unwrap_or_else(|| {
+                    links.push(link);
+                    links.len() - 1
+                }) as LinkId
+        };
         let services = services
             .iter()
             .map(|service| {
-                // Links of the same settings are one: the engine keeps one lane per constant.
-                let call_links = service
-                    .calls
-                    .iter()
-                    .map(|call| {
-                        let link =
-                            Link::of(topology.link_network(Some(service.name()), call.get_ref()));
-                        links
-                            .iter()
-                            .position(|known| *known == link)
-                            .unwrap_or_else(|| {
-                                links.push(link);
-                                links.len() - 1
-                            }) as LinkId
-                    })
-                    .collect();
-                let mut model = ServiceModel::new(service, &index_of, call_links);
+                let routes = Routes::new(&topology, service, &index_of, &mut link_of);
+                let mut model = ServiceModel::new(service, &index_of, routes);
                 if let Some(ttl) = policy.idempotency_ttl {
                     model.idempotency_ttl = ttl.micros();
                 }
@@ -727,7 +753,7 @@ impl Model {
             || self
                 .services
                 .iter()
-                .filter_map(|service| service.downstream.as_ref())
+                .flat_map(ServiceModel::caller_policies)
                 .any(test)
     }
 
@@ -764,11 +790,73 @@ impl Link {
     }
 }
 
+/// A service's routes and which endpoint takes which, as [`ServiceModel`] keeps them.
+struct Routes {
+    routes: Vec<Route>,
+    endpoint_routes: Vec<u8>,
+}
+
+impl Routes {
+    /// The routes of `service` in `scenario`: its own calls first, then each different path
+    /// an operation gives it. `link_of` names the link between two services.
+    fn new(
+        scenario: &Scenario,
+        service: &Service,
+        index_of: &impl Fn(&str) -> ServiceId,
+        link_of: &mut impl FnMut(&str, &str) -> LinkId,
+    ) -> Routes {
+        let mut route = |calls: &[Spanned<String>], fan_out: FanOut| Route {
+            calls: calls
+                .iter()
+                .map(|call| {
+                    let name = call.get_ref().as_str();
+                    RouteCall {
+                        target: index_of(name),
+                        link: link_of(service.name(), name),
+                        policy: service
+                            .call_retry
+                            .keys()
+                            .position(|own| own.get_ref() == name)
+                            .map_or(0, |index| index as u8 + 1),
+                    }
+                })
+                .collect(),
+            parallel: fan_out == FanOut::Parallel,
+        };
+        let mut routes = vec![route(&service.calls, service.fan_out)];
+        let operations = &scenario.clients.operations;
+        if operations
+            .iter()
+            .all(|operation| !operation.path.contains_key(service.name()))
+        {
+            return Routes {
+                routes,
+                endpoint_routes: Vec::new(),
+            };
+        }
+        let endpoint_routes = (0..operations.len())
+            .map(|operation| {
+                let (calls, fan_out) = routes::calls_for(scenario, operation, service);
+                let built = route(calls, fan_out);
+                let index = routes.iter().position(|known| *known == built);
+                index.unwrap_or_else(|| {
+                    routes.push(built);
+                    routes.len() - 1
+                }) as u8
+            })
+            .collect();
+        Routes {
+            routes,
+            endpoint_routes,
+        }
+    }
+}
+
 impl ServiceModel {
     fn new(
         service: &Service,
         index_of: &impl Fn(&str) -> ServiceId,
-        call_links: Vec<LinkId>,
+        routes: Routes,
     ) -> ServiceModel {
         ServiceModel {
             name: service.name().to_string(),
@@ -812,11 +900,17 @@ impl ServiceModel {
                 .iter()
                 .map(|call| index_of(call.get_ref()))
                 .collect(),
-            call_links,
+            routes: routes.routes,
+            endpoint_routes: routes.endpoint_routes,
             downstream: service
                 .retry
                 .as_ref()
                 .map(|retry| CallerPolicy::downstream(retry.get_ref())),
+            call_policies: service
+                .call_retry
+                .values()
+                .map(|policy| CallerPolicy::downstream(&policy.get_ref().0))
+                .collect(),
             failure_status: service
                 .failure_status
                 .as_ref()
@@ -943,9 +1037,35 @@ impl ServiceModel {
         Some(f64::from(fleet.capacity_instances) * curve + f64::from(steady) * full)
     }
 
-    /// It calls no other service: the data lives here.
+    /// It calls no other service on its own `calls`: the data lives here.
     pub fn is_leaf(&self) -> bool {
         self.calls.is_empty()
+    }
+
+    /// The index in `routes` of the calls it makes for a request of `endpoint`.
+    #[inline]
+    pub fn route_of(&self, endpoint: u16) -> u8 {
+        self.endpoint_routes
+            .get(usize::from(endpoint))
+            .copied()
+            .unwrap_or(0)
+    }
+
+    /// The policy of a call whose [`RouteCall::policy`] is `policy`.
+    #[inline]
+    pub fn call_policy(&self, policy: u8) -> &CallerPolicy {
+        match policy {
+            0 => self
+                .downstream
+                .as_ref()
+                .expect("a service that calls others has a policy toward them"),
+            own => &self.call_policies[usize::from(own) - 1],
+        }
+    }
+
+    /// Every policy it calls with: its `downstream`, then its calls' own.
+    pub fn caller_policies(&self) -> impl Iterator<Item = &CallerPolicy> {
+        self.downstream.iter().chain(&self.call_policies)
     }
 }
 

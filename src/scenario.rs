@@ -22,6 +22,7 @@ mod load;
 pub mod manual_retry;
 mod overload;
 pub mod risk;
+pub mod routes;
 mod server_kind;
 mod topology;
 pub mod uncertain;
@@ -311,6 +312,11 @@ pub struct Operation {
     /// The client can ask a status endpoint what happened after a timeout.
     #[serde(default)]
     pub status_endpoint: bool,
+    /// Per service it names, the calls that service makes for this operation (a list, in
+    /// order, or a table that can set `fan_out`); a service it does not name makes its own
+    /// `calls` (see [`routes`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub path: routes::OperationPath,
 }
 
 /// `[network]`.
@@ -450,6 +456,15 @@ pub struct Service {
     /// the data lives and writes are committed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<Spanned<String>>,
+    /// How it makes its `calls`: `sequential` (default), one after another, or `parallel`,
+    /// all at once after its service time (see [`routes`]).
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub fan_out: routes::FanOut,
+    /// Per service it calls, that call's own policy, instead of `retry` (the settings it does
+    /// not write take `retry`'s defaults, not the tier's `retry` values; `"none"`: never
+    /// retried).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub call_retry: routes::CallPolicies,
     /// A calling service: its client policy toward the services it calls. Without it the
     /// calls are never retried, and each waits as long as its caller does (no attempt timeout,
     /// deadline propagated), as a proxy or an RPC stub without a retry policy behaves; with it,
@@ -971,6 +986,7 @@ mod defaults {
             weight: weight(),
             idempotency_key: false,
             status_endpoint: false,
+            path: Default::default(),
         }]
     }
     pub fn latency() -> Distribution {

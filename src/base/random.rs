@@ -71,6 +71,9 @@ pub enum Purpose {
     /// The Latin hypercube of a scenario's uncertain inputs: one stream per input (its index
     /// as the owner of [`Stream::owned`]), its strata's permutation then its offsets.
     UncertainInputs = 13,
+    /// The overload controls of one call of a service that has its own policy
+    /// (`call_retry`): the owner is the calling instance, shifted 8 bits, and the policy.
+    CallControl = 14,
 }
 
 /// What a draw addressed by its request is for; the discriminant is part of the counter.
@@ -346,7 +349,7 @@ impl Stream {
 
     /// The stream for `purpose` of service number `owner` under `seed`: owner 0's is
     /// [`Stream::new`]'s.
-    pub fn owned(seed: u64, purpose: Purpose, owner: u16) -> Stream {
+    pub fn owned(seed: u64, purpose: Purpose, owner: u32) -> Stream {
         let mut stream = Stream::new(seed, purpose);
         stream
             .generator

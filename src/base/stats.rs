@@ -477,7 +477,10 @@ pub fn latin_hypercube(n: usize, dimensions: usize, seed: u64) -> Vec<Vec<f64>> 
     let columns: Vec<Vec<f64>> = (0..dimensions)
         .map(|dimension| {
             let owner = u16::try_from(dimension).expect("at most 65,536 dimensions");
-            stratified(n, &mut Stream::owned(seed, Purpose::UncertainInputs, owner))
+            stratified(
+                n,
+                &mut Stream::owned(seed, Purpose::UncertainInputs, owner.into()),
+            )
         })
         .collect();
     (0..n)

@@ -23,6 +23,7 @@ use retrystorm::output::staging::StagedFolder;
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
 use retrystorm::run::cost::{Estimate, memory_limit};
 use retrystorm::run::{ScenarioRun, run_scenario};
+use retrystorm::scenario::routes::calls_anywhere;
 use retrystorm::scenario::{Override, Scenario, longest_operation};
 use retrystorm::sweep::Shard;
 
@@ -139,15 +140,9 @@ fn calls(scenario: &Scenario) -> String {
     calls.extend(
         services
             .iter()
-            .filter(|service| !service.calls.is_empty())
-            .map(|service| {
-                let callees: Vec<&str> = service
-                    .calls
-                    .iter()
-                    .map(|call| call.get_ref().as_str())
-                    .collect();
-                format!("{} -> {}", service.name(), callees.join(", "))
-            }),
+            .map(|service| (service, calls_anywhere(scenario, service)))
+            .filter(|(_, callees)| !callees.is_empty())
+            .map(|(service, callees)| format!("{} -> {}", service.name(), callees.join(", "))),
     );
     format!("; {}", calls.join("; "))
 }

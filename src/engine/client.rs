@@ -114,17 +114,15 @@ impl<O: Observer> Engine<'_, O> {
         }
     }
 
-    /// A service's worker, serving `parent`, makes its call number `number` to the next
-    /// service.
-    pub(super) fn start_call(&mut self, service: ServiceId, parent: Key, number: u8) {
+    /// A service's worker, serving `parent`, makes call number `number` of its route `route`
+    /// to the next service.
+    pub(super) fn start_call(&mut self, service: ServiceId, parent: Key, route: u8, number: u8) {
         let (model, caller) = {
             let instance = &self.services[usize::from(service)];
             (instance.model, instance.service)
         };
-        let policy = model
-            .downstream
-            .as_ref()
-            .expect("a service that calls others has a policy toward them");
+        let made = model.routes[usize::from(route)].calls[usize::from(number)];
+        let policy = model.call_policy(made.policy);
         let request = self.attempts.get(parent).expect("a served request is live");
         let deadline = match policy.deadline {
             Deadline::Budget(budget) => self.now + budget,
@@ -156,10 +154,14 @@ impl<O: Observer> Engine<'_, O> {
             caller,
             parent,
             number,
-            target: model.calls[usize::from(number)],
+            route,
+            policy: made.policy,
+            target: made.target,
+            link: made.link,
             logical,
         };
-        let controls = &mut self.caller_controls[usize::from(service)];
+        let index = self.controls_index(service, made.policy);
+        let controls = &mut self.caller_controls[index];
         if !controls.is_empty() {
             controls.call_started(self.now, client);
         }
@@ -167,12 +169,36 @@ impl<O: Observer> Engine<'_, O> {
         self.send_first(key, call);
     }
 
-    /// The controls of the caller of `call` (the users', or the calling instance's).
+    /// The controls of the caller of `call` (the users', or the calling instance's for the
+    /// call's policy).
     pub(super) fn controls_of(&mut self, call: Option<DownstreamCall>) -> &mut ControlSet {
         match call {
             None => &mut self.user_controls,
-            Some(call) => &mut self.caller_controls[usize::from(call.service)],
+            Some(call) => {
+                let index = self.controls_index(call.service, call.policy);
+                &mut self.caller_controls[index]
+            }
         }
+    }
+
+    /// Where the controls of instance `service` for its calls of policy `policy` are in
+    /// `Engine::caller_controls`.
+    #[inline]
+    fn controls_index(&self, service: ServiceId, policy: u8) -> usize {
+        if self.first_call_controls.is_empty() {
+            usize::from(service)
+        } else {
+            self.first_call_controls[usize::from(service)] as usize + usize::from(policy)
+        }
+    }
+
+    /// Whose controls a call's are, as the pool queues name them: 0 for the users', 1 + their
+    /// index in `Engine::caller_controls` for a service's.
+    #[inline]
+    fn controls_owner(&self, call: Option<DownstreamCall>) -> u32 {
+        call.map_or(0, |call| {
+            1 + self.controls_index(call.service, call.policy) as u32
+        })
     }
 
     /// The controls `owner` names (see [`controls_owner`]): of a call that may have ended.
@@ -228,7 +254,7 @@ impl<O: Observer> Engine<'_, O> {
             }
             Admission::Refused(reason) => Passage::Refused(reason),
             Admission::Waits(queue) => {
-                let owner = controls_owner(call);
+                let owner = self.controls_owner(call);
                 self.pool_waiters
                     .entry((owner, queue))
                     .or_default()
@@ -247,7 +273,7 @@ impl<O: Observer> Engine<'_, O> {
         if self.pool_waiting.is_empty() {
             return;
         }
-        let owner = controls_owner(call);
+        let owner = self.controls_owner(call);
         let queues: Vec<WaitQueue> = self.controls_of(call).wait_queues(client).collect();
         for queue in queues {
             while self.controls_of(call).has_room(queue) {
@@ -351,11 +377,7 @@ impl<O: Observer> Engine<'_, O> {
         let gives_up = attempt_gives_up(policy_of(self.model, call), operation.deadline, now);
         let (service, from_user, link) = match call {
             None => (self.model.entry, true, USERS_LINK),
-            Some(call) => (
-                call.target,
-                false,
-                self.services[usize::from(call.service)].model.call_links[usize::from(call.number)],
-            ),
+            Some(call) => (call.target, false, call.link),
         };
         let hedged = self.hedging_anywhere && self.extras(key).hedged;
         let operation = self
@@ -1010,13 +1032,6 @@ pub(super) enum Heard {
     Nothing,
 }
 
-/// Whose controls a call's are, as the pool queues name them: 0 for the users', 1 + the
-/// calling instance for a service's.
-#[inline]
-fn controls_owner(call: Option<DownstreamCall>) -> u32 {
-    call.map_or(0, |call| 1 + u32::from(call.service))
-}
-
 /// The scope of the balancer that picks for `call` (see [`super::balancer`]): the process of
 /// user client `client`, or the instance that makes the call.
 #[inline]
@@ -1032,10 +1047,7 @@ fn scope_of(model: &Model, call: Option<DownstreamCall>, client: u32) -> usize {
 pub(super) fn policy_of(model: &Model, call: Option<DownstreamCall>) -> &CallerPolicy {
     match call {
         None => &model.users.policy,
-        Some(call) => model.services[usize::from(call.caller)]
-            .downstream
-            .as_ref()
-            .expect("a service that calls others has a policy toward them"),
+        Some(call) => model.services[usize::from(call.caller)].call_policy(call.policy),
     }
 }
 
@@ -1048,7 +1060,10 @@ const DOWNSTREAM_PLACEHOLDER: DownstreamCall = DownstreamCall {
         generation: 0,
     },
     number: 0,
+    route: 0,
+    policy: 0,
     target: 0,
+    link: 0,
     logical: Key {
         slot: u32::MAX,
         generation: 0,

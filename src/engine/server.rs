@@ -309,11 +309,28 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         };
         let model = self.services[usize::from(held.service)].model;
-        if !held.status_check && !model.calls.is_empty() {
-            if !model.holds_worker_on_calls {
-                return self.forward(key, held);
+        if !held.status_check {
+            let route = if model.endpoint_routes.is_empty() {
+                0
+            } else {
+                let operation = self.operations.get(held.operation).expect("live operation");
+                model.route_of(operation.endpoint)
+            };
+            let calls = &model.routes[usize::from(route)];
+            if !calls.calls.is_empty() {
+                if !model.holds_worker_on_calls {
+                    self.forward(key, held);
+                }
+                if calls.parallel {
+                    self.start_parallel(held.service, key, route);
+                } else {
+                    self.start_call(held.service, key, route, 0);
+                }
+                if !model.holds_worker_on_calls {
+                    self.dispatch(held.service);
+                }
+                return;
             }
-            return self.start_call(held.service, key, 0);
         }
         if !held.status_check && model.optimistic_row.is_some() {
             return self.read_row(key, held);
@@ -322,14 +339,13 @@ impl<'a, O: Observer> Engine<'a, O> {
     }
 
     /// An event-driven service's worker is done with its own work on request `key`: it lets
-    /// go, the request's first call goes out, and the worker takes the next queued request.
+    /// go while the request's calls are out (the caller then starts them, and the worker takes
+    /// the next queued request).
     fn forward(&mut self, key: Key, held: Held) {
         let (id, now) = (held.service, self.now);
         self.service(id)
             .forward(now, held.start, held.caller_waiting);
         self.attempts.get_mut(key).expect("live attempt").stage = Stage::Forwarding;
-        self.start_call(id, key, 0);
-        self.dispatch(id);
     }
 
     /// The service lets go of what `held` is: its worker, or, for a request whose calls
@@ -405,19 +421,48 @@ impl<'a, O: Observer> Engine<'a, O> {
         })
     }
 
-    /// A downstream call ended: the worker that made it makes the next call, or answers.
-    /// Nothing happens if its request was reset by a crash meanwhile.
+    /// A worker serving request `key` at instance `service` makes every call of its route
+    /// `route` at once ([`crate::scenario::routes::FanOut::Parallel`]): the request is answered
+    /// when all have succeeded, or as soon as one fails for good. A call that fails as it is
+    /// made (a control refuses it) fails the request before the next is made.
+    fn start_parallel(&mut self, service: ServiceId, key: Key, route: u8) {
+        let calls = self.services[usize::from(service)].model.routes[usize::from(route)]
+            .calls
+            .len();
+        let slot = key.slot as usize;
+        if slot >= self.joins.len() {
+            self.joins.resize(slot + 1, 0);
+        }
+        self.joins[slot] = calls as u8;
+        for number in 0..calls as u8 {
+            if self.held(key).is_none() {
+                break;
+            }
+            self.start_call(service, key, route, number);
+        }
+    }
+
+    /// A downstream call ended: the worker that made it makes the next call, or answers (a
+    /// parallel route's, once every call has succeeded or one has failed for good). Nothing
+    /// happens if its request was answered already (a parallel call failed) or reset by a
+    /// crash meanwhile: its answer reaches nobody.
     pub(super) fn call_returned(&mut self, call: DownstreamCall, succeeded: bool) {
         let Some(held) = self.held(call.parent) else {
             return;
         };
-        let calls = self.services[usize::from(call.service)].model.calls.len();
-        if succeeded && usize::from(call.number) + 1 < calls {
-            self.start_call(call.service, call.parent, call.number + 1);
-        } else if succeeded {
-            self.complete(call.parent, held);
-        } else {
+        let route = &self.services[usize::from(call.service)].model.routes[usize::from(call.route)];
+        if !succeeded {
             self.fail_request(call.parent, held);
+        } else if route.parallel {
+            let left = &mut self.joins[call.parent.slot as usize];
+            *left -= 1;
+            if *left == 0 {
+                self.complete(call.parent, held);
+            }
+        } else if usize::from(call.number) + 1 < route.calls.len() {
+            self.start_call(call.service, call.parent, call.route, call.number + 1);
+        } else {
+            self.complete(call.parent, held);
         }
     }
 
@@ -499,7 +544,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         service.injected_error(draws, ErrorsAt::AfterService)
     }
 
-    /// Where the data lives (a service that calls no other), a served request of a
+    /// Where the data lives (a service that calls no other for its operation), a served request of a
     /// non-idempotent endpoint commits a write: its logical operation has written once more,
     /// and the service tells whether that is a duplicate (of its intent, when users retry by
     /// hand: [`super::manual`]).
@@ -508,7 +553,12 @@ impl<'a, O: Observer> Engine<'a, O> {
         let operation = self.operations.get(operation_key).expect("live operation");
         let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
         let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
-        if endpoint.idempotent_method || !self.services[usize::from(id)].model.calls.is_empty() {
+        if endpoint.idempotent_method {
+            return;
+        }
+        let model = self.services[usize::from(id)].model;
+        let route = model.route_of(operation.endpoint);
+        if !model.routes[usize::from(route)].calls.is_empty() {
             return;
         }
         self.operations

@@ -230,7 +230,7 @@ impl<'m> Service<'m> {
                 .concurrency_limit
                 .as_ref()
                 .map(|limit| ConcurrencyLimit::new(&limit.algorithm)),
-            limit_random: Stream::owned(seed, Purpose::Limit, id),
+            limit_random: Stream::owned(seed, Purpose::Limit, id.into()),
             service_times: Keyed::new(seed).draws(
                 Draw::ServiceTime,
                 Identity {

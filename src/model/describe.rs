@@ -11,7 +11,7 @@
 
 use std::fmt;
 
-use super::{CallerPolicy, Deadline, FleetModel, Model, RejectionKind, ServiceModel};
+use super::{CallerPolicy, Deadline, FleetModel, Model, RejectionKind, ServiceId, ServiceModel};
 use crate::base::time::{Duration, Micros};
 use crate::retry::backoff::JitterStrategy;
 use crate::scenario::fleet::Balancer;
@@ -296,22 +296,35 @@ impl Model {
             failure_status: None,
             policy: self.users.policy.text(),
         };
-        let tiers = self.services.iter().filter_map(|service| {
-            let policy = service.downstream.as_ref()?;
-            let callees: Vec<String> = service
-                .calls
-                .iter()
-                .map(|&called| callee(&self.services[usize::from(called)]))
-                .collect();
+        let tiers = self.services.iter().flat_map(|service| {
             let caller = match service.fleet.instances {
                 1 => service.name.clone(),
                 instances => format!("{} (each of {instances} instances)", service.name),
             };
-            Some(CallerText {
-                calls: format!("{caller} -> {}", callees.join(", ")),
-                tier: true,
-                failure_status: Some(service.failure_status),
-                policy: policy.text(),
+            // One line per policy: the tier's `retry`, then each call's own, each with the
+            // services it calls with it on any route.
+            let policies = service.caller_policies().enumerate();
+            policies.filter_map(move |(index, policy)| {
+                let mut called: Vec<ServiceId> = Vec::new();
+                let calls = service.routes.iter().flat_map(|route| &route.calls);
+                for call in calls.filter(|call| usize::from(call.policy) == index) {
+                    if !called.contains(&call.target) {
+                        called.push(call.target);
+                    }
+                }
+                if called.is_empty() {
+                    return None;
+                }
+                let callees: Vec<String> = called
+                    .iter()
+                    .map(|&called| callee(&self.services[usize::from(called)]))
+                    .collect();
+                Some(CallerText {
+                    calls: format!("{caller} -> {}", callees.join(", ")),
+                    tier: true,
+                    failure_status: Some(service.failure_status),
+                    policy: policy.text(),
+                })
             })
         });
         [users].into_iter().chain(tiers).collect()

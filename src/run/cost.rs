@@ -579,32 +579,49 @@ fn balancer_bytes(scenario: &Scenario) -> f64 {
         .sum()
 }
 
-/// Requests one request to service `index` makes in all: itself and everything it calls.
+/// Requests one request to service `index` makes in all, itself and everything it calls, on
+/// the path of the operation that makes the most ([`crate::scenario::routes`]).
 fn visits(scenario: &Scenario, index: usize, sends: Sends) -> f64 {
+    (0..scenario.clients.operations.len().max(1))
+        .map(|operation| visits_on_path(scenario, operation, index, sends))
+        .fold(1.0, f64::max)
+}
+
+/// [`visits`] for a request of operation `operation`: each call's sends by its own policy
+/// (its `call_retry`, else its tier's `retry`).
+fn visits_on_path(scenario: &Scenario, operation: usize, index: usize, sends: Sends) -> f64 {
     let services = scenario.services();
     let service = services[index];
-    let per_call = match sends {
+    let per_call = |callee: &str| match sends {
         Sends::Once => 1.0,
         // Loading gives every calling service its retry settings.
-        Sends::AllAllowed => service.retry.as_ref().map_or(1, |retry| {
-            let retry = retry.get_ref();
-            (retry.max_attempts.get() + 1).max(
-                retry
-                    .hedging
-                    .as_ref()
-                    .map_or(0, |hedging| hedging.get_ref().max_attempts.get()),
-            )
-        }) as f64,
+        Sends::AllAllowed => {
+            let own = service
+                .call_retry
+                .get(callee)
+                .map(|policy| &policy.get_ref().0);
+            own.or(service.retry.as_ref().map(Spanned::get_ref))
+                .map_or(1, |retry| {
+                    (retry.max_attempts.get() + 1).max(
+                        retry
+                            .hedging
+                            .as_ref()
+                            .map_or(0, |hedging| hedging.get_ref().max_attempts.get()),
+                    )
+                }) as f64
+        }
     };
-    1.0 + service
-        .calls
+    let (calls, _) = crate::scenario::routes::calls_for(scenario, operation, service);
+    1.0 + calls
         .iter()
         .filter_map(|call| {
             services
                 .iter()
                 .position(|callee| callee.name_is(call.get_ref()))
         })
-        .map(|callee| per_call * visits(scenario, callee, sends))
+        .map(|callee| {
+            per_call(services[callee].name()) * visits_on_path(scenario, operation, callee, sends)
+        })
         .sum::<f64>()
 }
 

@@ -99,11 +99,7 @@ pub(super) fn validate_links(scenario: &Scenario) -> Result<(), Problem> {
             }
         } else {
             let from_index = known(&names, from, link.from.span(), "from", true)?;
-            let calls: Vec<&str> = services[from_index]
-                .calls
-                .iter()
-                .map(|call| call.get_ref().as_str())
-                .collect();
+            let calls = super::routes::calls_anywhere(scenario, services[from_index]);
             if !calls.contains(&to) {
                 let called = if calls.is_empty() {
                     "calls no service".to_string()

@@ -40,14 +40,19 @@ impl ServerKind {
     }
 }
 
-/// Checks a service's `server`: only a service that calls others waits on calls, and a proxy
+/// Checks a service's `server`: only a service that calls others (`calls_anything`, on some
+/// operation's path) waits on calls, and a proxy
 /// has no key store to configure.
-pub(super) fn validate_server_kind(service: &Service, name: &str) -> Result<(), Problem> {
+pub(super) fn validate_server_kind(
+    service: &Service,
+    name: &str,
+    calls_anything: bool,
+) -> Result<(), Problem> {
     let Some(server) = &service.server else {
         return Ok(());
     };
     let kind = *server.get_ref();
-    if service.calls.is_empty() {
+    if !calls_anything {
         return Err((
             server.span(),
             format!(

@@ -5,7 +5,9 @@
 //! each at the place to fix: an `[upstream]` with topology keys, a service without a name or
 //! with a name used twice, a call to an unknown service (with the nearest name), a cycle
 //! (named in full), a service that nothing reaches, and a chain whose worst case puts more
-//! than [`MAX_ATTEMPTS_PER_OPERATION`] attempts on one service for one user operation.
+//! than [`MAX_ATTEMPTS_PER_OPERATION`] attempts on one service for one user operation. With
+//! operations' own paths ([`super::routes`]), the cycles, the reach and the worst case are
+//! checked on each operation's path, and a service must be reached by some operation.
 //!
 //! After the checks, [`resolve_defaults`] writes out what a calling service takes by default
 //! (its failure status, and, without a `retry` table, calls that are never retried and wait as
@@ -59,13 +61,26 @@ pub(super) fn validate_topology(
     let names = service_names(scenario)?;
     let entry = entry_point(scenario, &names)?;
     let calls = resolve_calls(scenario, &names)?;
-    check_acyclic(scenario, &calls)?;
-    check_reachable(scenario, &calls, entry)?;
-    check_amplification(scenario, &calls, entry)?;
+    check_acyclic(scenario, &calls, None)?;
+    let operations = &scenario.clients.operations;
+    let mut reached_anywhere = vec![false; calls.len()];
+    for (index, operation) in operations.iter().enumerate() {
+        let graph = operation_graph(scenario, &names, &calls, index)?;
+        check_acyclic(scenario, &graph, Some(operation.name.get_ref()))?;
+        let reached = reached_from(&graph, entry);
+        check_path_reached(scenario, index, &reached)?;
+        for (anywhere, reached) in reached_anywhere.iter_mut().zip(&reached) {
+            *anywhere |= reached;
+        }
+        check_amplification(scenario, &graph, entry)?;
+    }
+    check_reachable(scenario, &reached_anywhere, entry)?;
+    super::routes::check_call_policies(scenario)?;
     for service in &scenario.service {
         let service = service.get_ref();
-        super::server_kind::validate_server_kind(service, service.name())?;
-        if service.calls.is_empty() {
+        let calls_anything = !super::routes::calls_anywhere(scenario, service).is_empty();
+        super::server_kind::validate_server_kind(service, service.name(), calls_anything)?;
+        if !calls_anything {
             if let Some(retry) = &service.retry {
                 return Err((
                     retry.span(),
@@ -85,26 +100,39 @@ pub(super) fn validate_topology(
                 ));
             }
         }
-        if let Some(spanned) = &service.retry {
-            let retry = spanned.get_ref();
-            let cap = *retry.cap.get_ref();
-            if cap < retry.base {
-                return Err((
-                    span_of(&retry.cap, spanned.span()),
-                    format!(
-                        "cap {cap} is below base {}; cap must be at least base",
-                        retry.base
-                    ),
-                ));
-            }
-            if retry.attempt_timeout == super::AttemptTimeout::After(crate::base::time::Duration(0))
-            {
-                return Err((spanned.span(), "attempt_timeout must be above zero".into()));
-            }
-            super::controls::validate_controls(&retry.controls)?;
+        let policies = service
+            .retry
+            .iter()
+            .map(|retry| (retry.get_ref(), retry.span()))
+            .chain(
+                service
+                    .call_retry
+                    .values()
+                    .map(|policy| (&policy.get_ref().0, policy.span())),
+            );
+        for (retry, span) in policies {
+            check_call_retry(retry, span)?;
         }
     }
     Ok(())
+}
+
+/// The checks of one tier's (or one call's) retry table, written at `span`.
+fn check_call_retry(retry: &super::CallRetry, span: Range<usize>) -> Result<(), Problem> {
+    let cap = *retry.cap.get_ref();
+    if cap < retry.base {
+        return Err((
+            span_of(&retry.cap, span),
+            format!(
+                "cap {cap} is below base {}; cap must be at least base",
+                retry.base
+            ),
+        ));
+    }
+    if retry.attempt_timeout == super::AttemptTimeout::After(crate::base::time::Duration(0)) {
+        return Err((span, "attempt_timeout must be above zero".into()));
+    }
+    super::controls::validate_controls(&retry.controls)
 }
 
 /// An `[upstream]` is one service: topology keys belong to `[[service]]` tables.
@@ -135,7 +163,7 @@ fn validate_upstream_alone(scenario: &Scenario, upstream: &Service) -> Result<()
             "`[clients] calls` names the entry point of a topology of [[service]] tables; with [upstream] the clients call it".into(),
         ));
     }
-    Ok(())
+    super::routes::check_upstream_alone(scenario, upstream)
 }
 
 /// Every service's name, checked unique, with its index.
@@ -197,33 +225,58 @@ fn entry_point(scenario: &Scenario, names: &BTreeMap<&str, usize>) -> Result<usi
     }
 }
 
-/// Each service's calls as indices.
-fn resolve_calls(
-    scenario: &Scenario,
-    names: &BTreeMap<&str, usize>,
-) -> Result<Vec<Vec<usize>>, Problem> {
+/// Who calls whom: per service, each service it calls (its index) with the span of the call.
+type Graph = Vec<Vec<(usize, Range<usize>)>>;
+
+/// Each service's own `calls` as indices.
+fn resolve_calls(scenario: &Scenario, names: &BTreeMap<&str, usize>) -> Result<Graph, Problem> {
     scenario
         .service
         .iter()
-        .map(|service| {
-            let service = service.get_ref();
-            if service.calls.len() > MAX_CALLS {
-                return Err((
-                    service.calls[MAX_CALLS].span(),
-                    format!("at most {MAX_CALLS} calls per service"),
-                ));
-            }
-            service
-                .calls
-                .iter()
-                .map(|call| lookup(names, call.get_ref(), call.span()))
-                .collect()
-        })
+        .map(|service| resolve_list(names, &service.get_ref().calls))
         .collect()
 }
 
-/// Depth-first search for a cycle; the error points at the call that closes it.
-fn check_acyclic(scenario: &Scenario, calls: &[Vec<usize>]) -> Result<(), Problem> {
+/// A list of calls as indices, at most [`MAX_CALLS`].
+fn resolve_list(
+    names: &BTreeMap<&str, usize>,
+    calls: &[Spanned<String>],
+) -> Result<Vec<(usize, Range<usize>)>, Problem> {
+    if calls.len() > MAX_CALLS {
+        return Err((
+            calls[MAX_CALLS].span(),
+            format!("at most {MAX_CALLS} calls per service"),
+        ));
+    }
+    calls
+        .iter()
+        .map(|call| Ok((lookup(names, call.get_ref(), call.span())?, call.span())))
+        .collect()
+}
+
+/// The calls each service makes for operation `operation`: the services its `path` names make
+/// the calls it gives them, the others their own (`calls`).
+fn operation_graph(
+    scenario: &Scenario,
+    names: &BTreeMap<&str, usize>,
+    calls: &Graph,
+    operation: usize,
+) -> Result<Graph, Problem> {
+    let mut graph = calls.clone();
+    for (service, path) in &scenario.clients.operations[operation].path {
+        let index = lookup(names, service.get_ref(), service.span())?;
+        graph[index] = resolve_list(names, &path.get_ref().calls)?;
+    }
+    Ok(graph)
+}
+
+/// Depth-first search for a cycle; the error points at the call that closes it, and names the
+/// operation whose path makes it, if `operation` is given.
+fn check_acyclic(
+    scenario: &Scenario,
+    calls: &Graph,
+    operation: Option<&str>,
+) -> Result<(), Problem> {
     #[derive(Clone, Copy, PartialEq)]
     enum Mark {
         New,
@@ -239,12 +292,12 @@ fn check_acyclic(scenario: &Scenario, calls: &[Vec<usize>]) -> Result<(), Proble
         let mut stack = vec![(root, 0usize)];
         marks[root] = Mark::OnPath;
         while let Some(&mut (service, ref mut next)) = stack.last_mut() {
-            let Some(&callee) = calls[service].get(*next) else {
+            let Some((callee, span)) = calls[service].get(*next) else {
                 marks[service] = Mark::Done;
                 stack.pop();
                 continue;
             };
-            let call_index = *next;
+            let callee = *callee;
             *next += 1;
             match marks[callee] {
                 Mark::Done => {}
@@ -262,10 +315,14 @@ fn check_acyclic(scenario: &Scenario, calls: &[Vec<usize>]) -> Result<(), Proble
                         .map(|&(on_path, _)| scenario.service[on_path].get_ref().name())
                         .chain([scenario.service[callee].get_ref().name()])
                         .collect();
+                    let whose = operation.map_or_else(
+                        || "calls make a cycle".to_string(),
+                        |name| format!("the path of operation {name:?} makes a cycle"),
+                    );
                     return Err((
-                        scenario.service[service].get_ref().calls[call_index].span(),
+                        span.clone(),
                         format!(
-                            "calls make a cycle: {}; a request would call itself forever",
+                            "{whose}: {}; a request would call itself forever",
                             cycle.join(" -> ")
                         ),
                     ));
@@ -276,18 +333,59 @@ fn check_acyclic(scenario: &Scenario, calls: &[Vec<usize>]) -> Result<(), Proble
     Ok(())
 }
 
-fn check_reachable(scenario: &Scenario, calls: &[Vec<usize>], entry: usize) -> Result<(), Problem> {
-    let mut reached = vec![false; calls.len()];
+/// Which services a request from the entry point reaches, by the calls of `graph`.
+fn reached_from(graph: &Graph, entry: usize) -> Vec<bool> {
+    let mut reached = vec![false; graph.len()];
     let mut todo = vec![entry];
     reached[entry] = true;
     while let Some(service) = todo.pop() {
-        for &callee in &calls[service] {
+        for &(callee, _) in &graph[service] {
             if !reached[callee] {
                 reached[callee] = true;
                 todo.push(callee);
             }
         }
     }
+    reached
+}
+
+/// Every service an operation's `path` names is one the operation reaches.
+fn check_path_reached(
+    scenario: &Scenario,
+    operation: usize,
+    reached: &[bool],
+) -> Result<(), Problem> {
+    let operation = &scenario.clients.operations[operation];
+    for service in operation.path.keys() {
+        let index = scenario
+            .service
+            .iter()
+            .position(|known| known.get_ref().name_is(service.get_ref()))
+            .expect("checked by operation_graph");
+        if !reached[index] {
+            let reaches: Vec<String> = scenario
+                .service
+                .iter()
+                .zip(reached)
+                .filter(|(_, reached)| **reached)
+                .map(|(service, _)| format!("{:?}", service.get_ref().name()))
+                .collect();
+            return Err((
+                service.span(),
+                format!(
+                    "operation {:?} never reaches service {:?}, so its path there would never be taken; the operation reaches {}",
+                    operation.name.get_ref(),
+                    service.get_ref(),
+                    reaches.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every service is reached by some operation.
+fn check_reachable(scenario: &Scenario, reached: &[bool], entry: usize) -> Result<(), Problem> {
     match reached.iter().position(|reached| !reached) {
         None => Ok(()),
         Some(index) => {
@@ -309,35 +407,36 @@ fn check_reachable(scenario: &Scenario, calls: &[Vec<usize>], entry: usize) -> R
     }
 }
 
-/// The worst case: every attempt fails, so a caller that sends up to `k` times multiplies the
-/// load below it by `k`. The user clients send up to the largest `max_attempts + 1` of the
-/// policies.
-fn check_amplification(
-    scenario: &Scenario,
-    calls: &[Vec<usize>],
-    entry: usize,
-) -> Result<(), Problem> {
+/// The most attempts a service sends on one call to `callee` (its `call_retry` for it, else
+/// its `retry`, else one).
+pub(super) fn sends_to(service: &Service, callee: &str) -> f64 {
+    let retry = service
+        .call_retry
+        .get(callee)
+        .map(|policy| &policy.get_ref().0)
+        .or(service.retry.as_ref().map(Spanned::get_ref));
+    retry.map_or(0, |retry| retry.max_attempts.get()) as f64 + 1.0
+}
+
+/// The worst case of one operation, whose calls are `calls`: every attempt fails, so a caller
+/// that sends up to `k` times multiplies the load below it by `k`. The user clients send up to
+/// the largest `max_attempts + 1` of the policies.
+fn check_amplification(scenario: &Scenario, calls: &Graph, entry: usize) -> Result<(), Problem> {
     let users = scenario
         .policy
         .iter()
         .map(|policy| policy.max_attempts.get() + 1)
         .max()
         .unwrap_or(1) as f64;
-    let sends = |service: usize| -> f64 {
-        scenario.service[service]
-            .get_ref()
-            .retry
-            .as_ref()
-            .map_or(0, |retry| retry.get_ref().max_attempts.get()) as f64
-            + 1.0
-    };
     // Calls form a DAG; worst[s] is the most attempts on s per user operation.
     let order = topological_order(calls, entry);
     let mut worst = vec![0.0f64; calls.len()];
     worst[entry] = users;
     for &service in &order {
-        for &callee in &calls[service] {
-            worst[callee] += worst[service] * sends(service);
+        let caller = scenario.service[service].get_ref();
+        for &(callee, _) in &calls[service] {
+            let sends = sends_to(caller, scenario.service[callee].get_ref().name());
+            worst[callee] += worst[service] * sends;
         }
     }
     match (0..calls.len()).find(|&service| worst[service] > MAX_ATTEMPTS_PER_OPERATION) {
@@ -361,13 +460,13 @@ fn check_amplification(
 }
 
 /// The services reachable from `entry`, callers before callees.
-fn topological_order(calls: &[Vec<usize>], entry: usize) -> Vec<usize> {
-    fn visit(service: usize, calls: &[Vec<usize>], seen: &mut [bool], order: &mut Vec<usize>) {
+fn topological_order(calls: &Graph, entry: usize) -> Vec<usize> {
+    fn visit(service: usize, calls: &Graph, seen: &mut [bool], order: &mut Vec<usize>) {
         if seen[service] {
             return;
         }
         seen[service] = true;
-        for &callee in &calls[service] {
+        for &(callee, _) in &calls[service] {
             visit(callee, calls, seen, order);
         }
         order.push(service);
@@ -392,11 +491,11 @@ pub(super) fn resolve_defaults(scenario: &mut Scenario) {
         let only = scenario.service[0].get_ref().name().to_string();
         scenario.clients.calls = Some(Spanned::new(0..0, only));
     }
-    for service in &mut scenario.service {
-        let service = service.get_mut();
-        if service.calls.is_empty() {
+    for index in 0..scenario.service.len() {
+        if super::routes::calls_anywhere(scenario, scenario.service[index].get_ref()).is_empty() {
             continue;
         }
+        let service = scenario.service[index].get_mut();
         service
             .retry
             .get_or_insert_with(|| Spanned::new(0..0, defaults::no_call_retry()));
@@ -405,6 +504,9 @@ pub(super) fn resolve_defaults(scenario: &mut Scenario) {
             .get_or_insert_with(|| Spanned::new(0..0, Bounded(503)));
         if let Some(retry) = &mut service.retry {
             resolve_controls(&mut retry.get_mut().controls);
+        }
+        for policy in service.call_retry.values_mut() {
+            resolve_controls(&mut policy.get_mut().0.controls);
         }
     }
 }

@@ -32,7 +32,9 @@ pub fn instant_ends(scenario: &Scenario, policy: &Policy) -> Vec<String> {
     let Some(latency) = zero_latency(scenario, None, entry) else {
         return ends;
     };
-    if let Some(success) = instant_success(scenario, entry) {
+    if let Some(success) = (0..scenario.clients.operations.len())
+        .find_map(|operation| instant_success(scenario, entry, operation))
+    {
         ends.push(format!("{latency} and {success}: a success takes no time"));
     }
     let service = scenario.services()[entry];
@@ -107,8 +109,8 @@ fn local_refusals(policy: &Policy) -> impl Iterator<Item = ControlKind> + '_ {
 }
 
 /// Why service `index` can answer a success with certainly no work (its own and that of every
-/// service it calls), over a network of no latency.
-fn instant_success(scenario: &Scenario, index: usize) -> Option<String> {
+/// service it calls for operation `operation`), over a network of no latency.
+fn instant_success(scenario: &Scenario, index: usize, operation: usize) -> Option<String> {
     let services = scenario.services();
     let service = services[index];
     let own = if service.service_time.is_certainly_zero() {
@@ -121,12 +123,12 @@ fn instant_success(scenario: &Scenario, index: usize) -> Option<String> {
         format!("{}.cache hit_time = {}", service.name(), cache.hit_time)
     };
     let mut parts = vec![own];
-    for call in &service.calls {
+    for call in super::routes::calls_for(scenario, operation, service).0 {
         let callee = services
             .iter()
             .position(|callee| callee.name_is(call.get_ref()))?;
         parts.push(zero_latency(scenario, Some(index), callee)?);
-        parts.push(instant_success(scenario, callee)?);
+        parts.push(instant_success(scenario, callee, operation)?);
     }
     Some(parts.join(" and "))
 }

@@ -30,6 +30,7 @@ mod queueing;
 mod reports;
 mod retry_probability;
 mod risk;
+mod routes;
 mod run_command;
 mod scalability;
 mod scenario_errors;
