@@ -26,6 +26,7 @@ mod manual_retries;
 mod output_folders;
 mod overload;
 mod queueing;
+mod recovery_baseline;
 mod reports;
 mod retry_probability;
 mod risk;
