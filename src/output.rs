@@ -359,7 +359,7 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                 let value = (metric.value)(&policy.summary);
                 object.insert(metric.name.into(), json_value(metric.unit, value));
             }
-            if let Some(baseline) = policy.summary.baseline.filter(|b| !b.is_clean()) {
+            if let Some(baseline) = policy.summary.baseline.filter(|b| b.unhealthy) {
                 object.insert("baseline".into(), baseline_block(&baseline));
             }
             let measurements = &policy.measurements;
@@ -395,9 +395,8 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     bytes
 }
 
-/// The health before the incident in `summary.json`, for a run whose baseline saw failures or
-/// retries (see [`crate::vocabulary::baseline`]): its span, counts, shares and whether it was
-/// unhealthy.
+/// The health before the incident in `summary.json`, for a run unhealthy before it (see
+/// [`crate::vocabulary::baseline`]): its span, counts, shares, and `unhealthy`.
 fn baseline_block(baseline: &Baseline) -> Value {
     let counts = baseline.counts;
     json!({

@@ -131,11 +131,6 @@ impl Baseline {
         )
     }
 
-    /// Whether it saw no failure and no retry: then it allows nothing beyond the absolute rule.
-    pub fn is_clean(&self) -> bool {
-        self.counts.failed == 0 && self.counts.retries == 0
-    }
-
     /// The chance each window may fail by noise when the recovery scan reads `windows`.
     pub fn alpha(windows: usize) -> f64 {
         FAMILY_ALPHA / (2.0 * windows.max(1) as f64)
