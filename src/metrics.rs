@@ -12,6 +12,7 @@
 
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::counters::Measurements;
+use crate::vocabulary::baseline::Baseline;
 use crate::vocabulary::counts::{BucketCounts, HealthCounts, IntentCounts};
 use crate::vocabulary::metric::{Incident, Recovery, ServiceSummary, Summary, Window};
 
@@ -36,6 +37,7 @@ impl Measurements {
         let end = end.unwrap_or(Micros::MAX);
         let during = self.window(start, end);
         let after = self.window(end, Micros::MAX);
+        let baseline = self.baseline(incident);
         Summary {
             operations,
             succeeded,
@@ -71,7 +73,8 @@ impl Measurements {
                 .map(|b| b.wasted_work_us)
                 .sum::<u64>() as f64
                 / MICROS_PER_SECOND as f64,
-            recovery_s: self.recovery_s(incident),
+            recovery_s: self.recovery_s(incident, baseline.as_ref()),
+            baseline,
             // Without presses by hand, each operation is an intent.
             intents: self.intents.unwrap_or(IntentCounts {
                 started: operations,
@@ -96,14 +99,38 @@ impl Measurements {
         first.min(last)..last
     }
 
+    /// The health before the incident (see [`crate::vocabulary::baseline`]): the steps from the
+    /// end of the first health window (the warm-up) to the last that ends by the incident's
+    /// start; `None` without an incident or under the absolute rule.
+    fn baseline(&self, incident: Incident) -> Option<Baseline> {
+        let (start, _) = incident.window?;
+        if !incident.health.baseline {
+            return None;
+        }
+        let step = self.health_step;
+        let warm_up = (incident.health.window.div_ceil(step) as usize).max(1);
+        let end = ((start / step) as usize).min(self.health.len());
+        let first = warm_up.min(end);
+        Some(Baseline::of(
+            &self.health[first..end],
+            first,
+            step as f64 / MICROS_PER_SECOND as f64,
+            &incident.health,
+        ))
+    }
+
     /// Seconds from the incident's end to the start of the first step of the health series
     /// from which every health window (whole windows sliding by one step, up to the end of
-    /// arrivals) is healthy; never if the last one is not, or if the incident has not ended
-    /// before the end of arrivals.
-    fn recovery_s(&self, incident: Incident) -> Recovery {
+    /// arrivals) is healthy (by the absolute rule, or within the `baseline`'s noise); never if
+    /// the last one is not, or if the incident has not ended before the end of arrivals;
+    /// unhealthy before if the baseline was.
+    fn recovery_s(&self, incident: Incident, baseline: Option<&Baseline>) -> Recovery {
         let Some((_, end)) = incident.window else {
             return Recovery::NoIncident;
         };
+        if baseline.is_some_and(|baseline| baseline.unhealthy) {
+            return Recovery::UnhealthyBefore;
+        }
         let Some(end) = end.filter(|&end| end < incident.duration) else {
             return Recovery::Never;
         };
@@ -119,6 +146,11 @@ impl Measurements {
         let width = (incident.health.window.div_ceil(step) as usize)
             .max(1)
             .min(last - first);
+        let alpha = Baseline::alpha(last - width + 1 - first);
+        let healthy = |window: &HealthCounts| match baseline {
+            Some(baseline) => baseline.is_healthy(&incident.health, window, alpha),
+            None => incident.health.is_healthy(window),
+        };
         let mut window = HealthCounts::default();
         for counts in &self.health[last - width..last] {
             window.add(counts);
@@ -130,7 +162,7 @@ impl Measurements {
                 window.add(&self.health[index]);
                 window.subtract(&self.health[index + width]);
             }
-            if !incident.health.is_healthy(&window) {
+            if !healthy(&window) {
                 break;
             }
             recovered = Some(index);
@@ -239,15 +271,21 @@ mod tests {
             healthy(),
         ]);
         // Healthy for good from bucket 5.
-        assert_eq!(run.recovery_s(incident(1, 2, 7)), Recovery::After(3.0));
-        assert_eq!(run.recovery_s(incident(1, 6, 7)), Recovery::After(0.0));
+        assert_eq!(
+            run.recovery_s(incident(1, 2, 7), None),
+            Recovery::After(3.0)
+        );
+        assert_eq!(
+            run.recovery_s(incident(1, 6, 7), None),
+            Recovery::After(0.0)
+        );
         let never = measurements(vec![healthy(), storm()]);
-        assert_eq!(never.recovery_s(incident(0, 0, 2)), Recovery::Never);
+        assert_eq!(never.recovery_s(incident(0, 0, 2), None), Recovery::Never);
         let calm = Incident {
             window: None,
             ..incident(0, 0, 2)
         };
-        assert_eq!(never.recovery_s(calm), Recovery::NoIncident);
+        assert_eq!(never.recovery_s(calm, None), Recovery::NoIncident);
         // A looser rule forgives the storm's retries but not its failures...
         let loose = Incident {
             health: HealthRule {
@@ -257,7 +295,7 @@ mod tests {
             },
             ..incident(1, 2, 7)
         };
-        assert_eq!(run.recovery_s(loose), Recovery::After(3.0));
+        assert_eq!(run.recovery_s(loose, None), Recovery::After(3.0));
         // ... and one that forgives both calls it healthy from the incident's end.
         let lax = Incident {
             health: HealthRule {
@@ -267,7 +305,7 @@ mod tests {
             },
             ..incident(1, 2, 7)
         };
-        assert_eq!(run.recovery_s(lax), Recovery::After(0.0));
+        assert_eq!(run.recovery_s(lax, None), Recovery::After(0.0));
     }
 
     /// One unlucky failure among 50 operations is 2% of its bucket but 0.7% of the two
@@ -281,7 +319,7 @@ mod tests {
         unlucky.failed = 1;
         let run = measurements(vec![healthy(), storm(), unlucky, healthy(), healthy()]);
         let bucket_wide = incident(1, 1, 5);
-        assert_eq!(run.recovery_s(bucket_wide), Recovery::After(2.0));
+        assert_eq!(run.recovery_s(bucket_wide, None), Recovery::After(2.0));
         let two_buckets = Incident {
             health: HealthRule {
                 window: 2 * MICROS_PER_SECOND,
@@ -289,7 +327,7 @@ mod tests {
             },
             ..bucket_wide
         };
-        assert_eq!(run.recovery_s(two_buckets), Recovery::After(1.0));
+        assert_eq!(run.recovery_s(two_buckets, None), Recovery::After(1.0));
     }
 
     /// A crash in the last second: the buckets after it hold refused attempts that have not
@@ -306,7 +344,7 @@ mod tests {
             },
             ..incident(0, 1, 5)
         };
-        assert_eq!(run.recovery_s(two_buckets), Recovery::Never);
+        assert_eq!(run.recovery_s(two_buckets, None), Recovery::Never);
         // With less than a window left after the incident, what is left is the window.
         let late = Incident {
             health: HealthRule {
@@ -315,13 +353,16 @@ mod tests {
             },
             ..incident(0, 2, 5)
         };
-        assert_eq!(run.recovery_s(late), Recovery::Never);
+        assert_eq!(run.recovery_s(late, None), Recovery::Never);
         let calm_end = measurements(vec![storm(), healthy(), healthy()]);
         assert_eq!(
-            calm_end.recovery_s(Incident {
-                health: late.health,
-                ..incident(0, 1, 3)
-            }),
+            calm_end.recovery_s(
+                Incident {
+                    health: late.health,
+                    ..incident(0, 1, 3)
+                },
+                None
+            ),
             Recovery::After(0.0)
         );
     }
@@ -344,15 +385,21 @@ mod tests {
                 retries: 0,
             })
             .collect();
-        assert_eq!(run.recovery_s(incident(1, 2, 5)), Recovery::After(0.37));
+        assert_eq!(
+            run.recovery_s(incident(1, 2, 5), None),
+            Recovery::After(0.37)
+        );
         // From an end after the storm, recovery is immediate.
-        assert_eq!(run.recovery_s(incident(1, 3, 5)), Recovery::After(0.0));
+        assert_eq!(
+            run.recovery_s(incident(1, 3, 5), None),
+            Recovery::After(0.0)
+        );
         let endless = Incident {
             window: Some((MICROS_PER_SECOND, None)),
             ..incident(1, 2, 5)
         };
-        assert_eq!(run.recovery_s(endless), Recovery::Never);
-        assert_eq!(run.recovery_s(incident(1, 5, 5)), Recovery::Never);
+        assert_eq!(run.recovery_s(endless, None), Recovery::Never);
+        assert_eq!(run.recovery_s(incident(1, 5, 5), None), Recovery::Never);
     }
 
     #[test]

@@ -732,6 +732,7 @@ impl Model {
                     max_failed: rule.max_failed.get(),
                     max_retries: rule.max_retries.get(),
                     window: rule.window.get_ref().micros(),
+                    baseline: rule.rule != Some(crate::scenario::RecoveryBasis::Absolute),
                 }),
             incident: crate::scenario::incident::window(scenario),
         }

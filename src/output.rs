@@ -26,10 +26,11 @@ use serde_json::{Map, Value, json};
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
+use crate::vocabulary::baseline::Baseline;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::{
     INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary,
-    TOPOLOGY_SERVICE_METRICS, Unit, format_metric, metric_names,
+    TOPOLOGY_SERVICE_METRICS, Unit, format_summary_metric, metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -292,7 +293,8 @@ pub fn services_csv(run: &ScenarioRun) -> Vec<u8> {
 }
 
 /// One row per policy: the policy, every summary metric (see [`METRICS`], formatted by
-/// [`format_metric`]: `never` for a recovery that never came) and the events processed.
+/// [`format_summary_metric`]: `never` for a recovery that never came, `unhealthy before` for a
+/// run unhealthy before its incident) and the events processed.
 pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
     let mut header: Vec<String> = ["policy"]
         .into_iter()
@@ -313,7 +315,7 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
         row.extend(
             METRICS
                 .iter()
-                .map(|metric| format_metric(metric, (metric.value)(&policy.summary))),
+                .map(|metric| format_summary_metric(metric, &policy.summary)),
         );
         row.push(policy.measurements.events.to_string());
         if run.has_topology() {
@@ -343,6 +345,9 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
             for metric in &METRICS {
                 let value = (metric.value)(&policy.summary);
                 object.insert(metric.name.into(), json_value(metric.unit, value));
+            }
+            if let Some(baseline) = policy.summary.baseline.filter(|b| b.unhealthy) {
+                object.insert("baseline".into(), baseline_block(&baseline));
             }
             let measurements = &policy.measurements;
             object.insert("events".into(), json!(measurements.events));
@@ -379,6 +384,23 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     let mut bytes = serde_json::to_vec_pretty(&policies).expect("JSON values serialize");
     bytes.push(b'\n');
     bytes
+}
+
+/// The health before the incident in `summary.json`, for a run unhealthy before it (see
+/// [`crate::vocabulary::baseline`]): its span, counts, shares, and `unhealthy`.
+fn baseline_block(baseline: &Baseline) -> Value {
+    let counts = baseline.counts;
+    json!({
+        "from_s": json_value(Unit::Number, baseline.span_s.0),
+        "to_s": json_value(Unit::Number, baseline.span_s.1),
+        "succeeded": counts.succeeded,
+        "failed": counts.failed,
+        "first_attempts": counts.first_attempts,
+        "retries": counts.retries,
+        "failed_share": json_value(Unit::Number, baseline.failed_share()),
+        "retry_share": json_value(Unit::Number, baseline.retry_share()),
+        "unhealthy": baseline.unhealthy,
+    })
 }
 
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its

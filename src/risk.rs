@@ -457,7 +457,7 @@ impl PreparedStudy {
                 metrics: self
                     .columns
                     .iter()
-                    .map(|metric| metric.format(metric.value(&policy.summary, &policy.services)))
+                    .map(|metric| metric.text(&policy.summary, &policy.services))
                     .collect(),
                 claims: self
                     .claims

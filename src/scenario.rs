@@ -208,6 +208,22 @@ pub struct RecoveryRule {
     /// up to whole steps of the health series: see [`crate::vocabulary::counts::health_step`]).
     #[serde(default = "defaults::health_window")]
     pub window: Spanned<Duration>,
+    /// `baseline` (the default when absent): a window is healthy also when its failures and
+    /// retries are within the noise of the health before the incident, and a run already
+    /// unhealthy before it says so; `absolute`: only the limits count
+    /// ([`crate::vocabulary::baseline`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<RecoveryBasis>,
+}
+
+/// `[recovery] rule`: what a window's health is judged against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RecoveryBasis {
+    /// The limits, or the noise of the health before the incident, whichever allows more.
+    Baseline,
+    /// The limits alone.
+    Absolute,
 }
 
 /// `[clients]`.

@@ -1072,7 +1072,7 @@ impl PreparedSweep {
                     metrics: self
                         .columns
                         .iter()
-                        .map(|metric| metric.format(metric.value(&run.summary, &run.services)))
+                        .map(|metric| metric.text(&run.summary, &run.services))
                         .collect(),
                 })
             })

@@ -4,6 +4,7 @@
 //! ([`metric`]). Low enough that the scenario validator can check a claim's metric without
 //! knowing the engine that measures it.
 
+pub mod baseline;
 pub mod counts;
 pub mod metric;
 pub mod outcome;

@@ -22,6 +22,7 @@ use crate::output::charts::phase_map::{
 use crate::output::charts::{ChartError, DrawnChart, Format, drawn_in_formats};
 use crate::output::csv_bytes;
 use crate::scenario::risk::{MAP_METRICS, MapExpect};
+use crate::vocabulary::metric::UNHEALTHY_BEFORE;
 
 use std::fmt::Write;
 
@@ -32,10 +33,12 @@ use crate::base::escape::html;
 /// The confidence of the intervals a map reports and refines by.
 const CONFIDENCE: f64 = 0.95;
 
-/// Whether a run recovered: its `recovery_s` was measured and is not `never`.
+/// Whether a run recovered: its `recovery_s` is a time (not `never`, not `unhealthy before`,
+/// not undefined).
 fn recovered(prepared_recovery: usize, row: &StudyRow) -> bool {
-    let text = &row.metrics[prepared_recovery];
-    !text.is_empty() && text != "never"
+    row.metrics[prepared_recovery]
+        .parse::<f64>()
+        .is_ok_and(f64::is_finite)
 }
 
 /// The index of `recovery_s` among a study's metrics, in every study's columns.
@@ -70,6 +73,9 @@ pub struct CellOutcome {
     pub runs: u32,
     /// Runs that recovered.
     pub recovered: u32,
+    /// Runs that were unhealthy before the incident (not recovered, and not a storm that
+    /// stayed down either).
+    pub unhealthy_before: u32,
     /// The median recovery over the runs (`None` if at least half never recovered).
     pub median_recovery_s: Option<f64>,
 }
@@ -93,9 +99,14 @@ pub fn outcomes(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<Vec<CellOutc
         .map(|policy| {
             (0..prepared.spec.cell_count())
                 .map(|cell| {
-                    let mut times: Vec<f64> = rows
-                        .iter()
-                        .filter(|row| row.cell == cell && row.policy == policy)
+                    let runs_of_cell = || {
+                        rows.iter()
+                            .filter(|row| row.cell == cell && row.policy == policy)
+                    };
+                    let unhealthy_before = runs_of_cell()
+                        .filter(|row| row.metrics[recovery] == UNHEALTHY_BEFORE)
+                        .count() as u32;
+                    let mut times: Vec<f64> = runs_of_cell()
                         .map(|row| match row.metrics[recovery].as_str() {
                             "never" | "" => f64::INFINITY,
                             text => text.parse().unwrap_or(f64::INFINITY),
@@ -108,6 +119,7 @@ pub fn outcomes(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<Vec<CellOutc
                     CellOutcome {
                         runs,
                         recovered,
+                        unhealthy_before,
                         median_recovery_s: median.filter(|time| time.is_finite()),
                     }
                 })
@@ -363,6 +375,18 @@ fn summary(
             cells.len(),
             metric("recovery_probability", cells)
         );
+    }
+    for (policy, cells) in prepared.policies.iter().zip(outcomes) {
+        let unhealthy: u32 = cells.iter().map(|cell| cell.unhealthy_before).sum();
+        if unhealthy > 0 {
+            let affected = cells
+                .iter()
+                .filter(|cell| cell.unhealthy_before > 0)
+                .count();
+            text += &format!(
+                "  {policy}: {unhealthy} runs in {affected} cells were unhealthy before the incident (load above what the system serves): they count as not recovering, but no retry storm kept them down\n"
+            );
+        }
     }
     if !verdicts.is_empty() {
         let held = verdicts.iter().filter(|verdict| verdict.held).count();

@@ -22,6 +22,7 @@ use crate::output::charts::ecdf::{EcdfChart, EcdfSeries, render_ecdf};
 use crate::output::charts::{ChartError, DrawnChart, Format, drawn_in_formats};
 use crate::output::csv_bytes;
 use crate::scenario::risk::UncertainInput;
+use crate::vocabulary::metric::UNHEALTHY_BEFORE;
 
 use std::fmt::Write;
 
@@ -237,6 +238,9 @@ pub fn paired(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<Paired> {
 pub struct PolicyRisk {
     /// Runs that never recovered (`None` without an incident).
     pub never_recovered: Option<Share>,
+    /// Runs that were unhealthy before the incident, neither recovered nor never recovered
+    /// (`None` without an incident).
+    pub unhealthy_before: Option<Share>,
     /// Runs with at least one duplicate write.
     pub duplicate_write: Share,
     /// Success rate: median, 10th and 90th percentile over the runs.
@@ -258,6 +262,15 @@ pub fn risks(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<PolicyRisk> {
         .map(|policy| {
             let recovery = values(prepared, rows, policy, "recovery_s");
             let runs = recovery.len() as u64;
+            let column = prepared
+                .columns
+                .iter()
+                .position(|metric| metric.name == "recovery_s")
+                .expect("a metric of every run");
+            let unhealthy = rows
+                .iter()
+                .filter(|row| row.policy == policy && row.metrics[column] == UNHEALTHY_BEFORE)
+                .count() as u64;
             let duplicates = values(prepared, rows, policy, "duplicate_writes");
             let mut success: Vec<f64> = values(prepared, rows, policy, "success_rate")
                 .into_iter()
@@ -271,6 +284,7 @@ pub fn risks(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<PolicyRisk> {
                         runs,
                     )
                 }),
+                unhealthy_before: prepared.has_incident.then(|| Share::of(unhealthy, runs)),
                 duplicate_write: Share::of(
                     duplicates.iter().filter(|count| **count > 0.0).count() as u64,
                     runs,
@@ -525,6 +539,9 @@ fn risk_csv(prepared: &PreparedStudy, findings: &Findings) -> Vec<u8> {
         if let Some(never) = &risk.never_recovered {
             lines.push(line(policy, "never recovered", never, String::new()));
         }
+        if let Some(unhealthy) = &risk.unhealthy_before {
+            lines.push(line(policy, UNHEALTHY_BEFORE, unhealthy, String::new()));
+        }
         lines.push(line(
             policy,
             "any duplicate write",
@@ -646,6 +663,14 @@ fn summary(prepared: &PreparedStudy, findings: &Findings) -> String {
             number(p10),
             number(p90)
         );
+    }
+    for (policy, risk) in prepared.policies.iter().zip(&findings.risks) {
+        if let Some(unhealthy) = risk.unhealthy_before.filter(|share| share.count > 0) {
+            text += &format!(
+                "    {policy}: unhealthy before the incident in {}, counted neither as recovered nor as never recovered\n",
+                unhealthy.words()
+            );
+        }
     }
     if !findings.claims.is_empty() {
         let judged: Vec<&ClaimOdds> = findings
@@ -773,6 +798,13 @@ fn risk_page(
                 policy.clone(),
                 "never recovered".into(),
                 never.words(),
+            ]);
+        }
+        if let Some(unhealthy) = &risk.unhealthy_before {
+            rows.push(vec![
+                policy.clone(),
+                UNHEALTHY_BEFORE.into(),
+                unhealthy.words(),
             ]);
         }
         rows.push(vec![

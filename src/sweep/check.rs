@@ -24,7 +24,7 @@ use serde_json::Value;
 use crate::base::escape::{excerpt, quoted};
 use crate::engine::counters::PERCENTILE_EXCESS;
 use crate::vocabulary::metric::{
-    Domain, METRICS, Metric, NamedMetric, SERVICE_METRICS, Unit, parse_metric,
+    Domain, METRICS, Metric, NamedMetric, SERVICE_METRICS, UNHEALTHY_BEFORE, Unit, parse_metric,
 };
 
 /// The position of metric `name` in [`METRICS`]; a name that is not there fails the build.
@@ -285,7 +285,12 @@ pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), St
         if let Some(problem) = problem(metric, value) {
             return Err(format!("{} is {}: {problem}", metric.name, quoted(text)));
         }
-        all.push(value);
+        // A recovery measured against an incident, as `never` is, for the relations.
+        all.push(if text == UNHEALTHY_BEFORE {
+            f64::INFINITY
+        } else {
+            value
+        });
     }
     // The services' blocks end where the fleets' and instances' metrics asked for begin.
     let blocks_end = columns

@@ -64,6 +64,8 @@ pub struct Summary {
     pub wasted_work_s: f64,
     /// From the end of the incident until the system is healthy for good.
     pub recovery_s: Recovery,
+    /// The health before the incident, under the baseline rule with an incident.
+    pub baseline: Option<crate::vocabulary::baseline::Baseline>,
     /// The users' intents: with presses by hand, each spans several operations; without,
     /// each is one.
     pub intents: IntentCounts,
@@ -78,13 +80,20 @@ pub enum Recovery {
     After(f64),
     /// Not healthy by the end of arrivals.
     Never,
+    /// Already unhealthy before the incident, so there is no health to return to
+    /// ([`crate::vocabulary::baseline`]).
+    UnhealthyBefore,
 }
 
+/// How `recovery_s` is written for a run that was unhealthy before its incident.
+pub const UNHEALTHY_BEFORE: &str = "unhealthy before";
+
 impl Recovery {
-    /// The seconds it took: infinite for never, undefined (NaN) without an incident.
+    /// The seconds it took: infinite for never, undefined (NaN) without an incident or when
+    /// unhealthy before it.
     pub fn seconds(self) -> f64 {
         match self {
-            Recovery::NoIncident => f64::NAN,
+            Recovery::NoIncident | Recovery::UnhealthyBefore => f64::NAN,
             Recovery::After(seconds) => seconds,
             Recovery::Never => f64::INFINITY,
         }
@@ -99,6 +108,7 @@ impl std::fmt::Display for Recovery {
             Recovery::NoIncident => f.write_str("-"),
             Recovery::After(seconds) => write!(f, "{seconds:.2}s"),
             Recovery::Never => f.write_str("never"),
+            Recovery::UnhealthyBefore => f.write_str(UNHEALTHY_BEFORE),
         }
     }
 }
@@ -422,6 +432,16 @@ pub fn format_metric<S>(metric: &Metric<S>, value: f64) -> String {
     format_value(metric.unit, value)
 }
 
+/// Formats a summary metric of `summary` as [`format_metric`] does, with `unhealthy before`
+/// for the `recovery_s` of a run unhealthy before its incident.
+pub fn format_summary_metric(metric: &Metric, summary: &Summary) -> String {
+    if metric.name == "recovery_s" && summary.recovery_s == Recovery::UnhealthyBefore {
+        UNHEALTHY_BEFORE.to_string()
+    } else {
+        format_metric(metric, (metric.value)(summary))
+    }
+}
+
 /// Formats a value of a metric of `unit` as [`format_metric`] does.
 pub fn format_value(unit: Unit, value: f64) -> String {
     if value.is_nan() {
@@ -435,11 +455,12 @@ pub fn format_value(unit: Unit, value: f64) -> String {
     }
 }
 
-/// Reads a metric back from its text: empty is undefined (NaN), `never` infinity, anything else
+/// Reads a metric back from its text: empty and `unhealthy before` are undefined (NaN), `never`
+/// infinity, anything else
 /// a finite number (`NaN` or `inf` spelled out are not what [`format_metric`] writes).
 pub fn parse_metric(text: &str) -> Result<f64, String> {
     match text {
-        "" => Ok(f64::NAN),
+        "" | UNHEALTHY_BEFORE => Ok(f64::NAN),
         "never" => Ok(f64::INFINITY),
         _ => text
             .parse()
@@ -845,6 +866,9 @@ pub struct HealthRule {
     /// The time the counts are summed over (default 1 s; at least one step of the health
     /// series).
     pub window: Micros,
+    /// Whether a window within the noise of the health before the incident is healthy too
+    /// (the default, [`crate::vocabulary::baseline`]), or only the limits count.
+    pub baseline: bool,
 }
 
 impl Default for HealthRule {
@@ -853,6 +877,7 @@ impl Default for HealthRule {
             max_failed: 0.01,
             max_retries: 0.1,
             window: MICROS_PER_SECOND,
+            baseline: true,
         }
     }
 }
@@ -860,10 +885,18 @@ impl Default for HealthRule {
 impl HealthRule {
     /// Whether a window's counts are healthy.
     pub fn is_healthy(&self, window: &HealthCounts) -> bool {
+        self.failures_healthy(window) && self.retries_healthy(window)
+    }
+
+    /// Whether at most `max_failed` of the operations that ended in the window failed.
+    pub fn failures_healthy(&self, window: &HealthCounts) -> bool {
         let failed = window.failed as f64;
-        let ended = window.succeeded as f64 + failed;
-        failed <= self.max_failed * ended
-            && window.retries as f64 <= self.max_retries * window.first_attempts as f64
+        failed <= self.max_failed * (window.succeeded as f64 + failed)
+    }
+
+    /// Whether retries added at most `max_retries` to the window's first attempts.
+    pub fn retries_healthy(&self, window: &HealthCounts) -> bool {
+        window.retries as f64 <= self.max_retries * window.first_attempts as f64
     }
 }
 

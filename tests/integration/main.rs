@@ -27,6 +27,7 @@ mod output_folders;
 mod overload;
 mod proxies;
 mod queueing;
+mod recovery_baseline;
 mod reports;
 mod retry_probability;
 mod risk;

@@ -289,6 +289,15 @@ impl NamedMetric {
         }
     }
 
+    /// Its value in a run as `results.csv` writes it: [`NamedMetric::format`] of its value,
+    /// with `unhealthy before` for the `recovery_s` of a run unhealthy before its incident.
+    pub fn text(&self, summary: &Summary, services: &[ServiceSummary]) -> String {
+        match &self.source {
+            Source::Run(metric) => super::format_summary_metric(metric, summary),
+            _ => self.format(self.value(summary, services)),
+        }
+    }
+
     /// `value` as `results.csv` writes it ([`format_value`]).
     pub fn format(&self, value: f64) -> String {
         format_value(self.unit, value)
