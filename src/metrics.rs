@@ -12,8 +12,8 @@
 
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::counters::Measurements;
-use crate::vocabulary::baseline::Baseline;
 use crate::vocabulary::counts::{BucketCounts, HealthCounts, IntentCounts};
+use crate::vocabulary::metric::baseline::Baseline;
 use crate::vocabulary::metric::{Incident, Recovery, ServiceSummary, Summary, Window};
 
 impl Measurements {
@@ -99,7 +99,7 @@ impl Measurements {
         first.min(last)..last
     }
 
-    /// The health before the incident (see [`crate::vocabulary::baseline`]): the steps from the
+    /// The health before the incident (see [`crate::vocabulary::metric::baseline`]): the steps from the
     /// end of the first health window (the warm-up) to the last that ends by the incident's
     /// start; `None` without an incident or under the absolute rule.
     fn baseline(&self, incident: Incident) -> Option<Baseline> {

@@ -26,8 +26,8 @@ use serde_json::{Map, Value, json};
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::{AttemptRecord, Observer};
 use crate::run::ScenarioRun;
-use crate::vocabulary::baseline::Baseline;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
+use crate::vocabulary::metric::baseline::Baseline;
 use crate::vocabulary::metric::{
     INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary,
     TOPOLOGY_SERVICE_METRICS, Unit, format_summary_metric, metric_names,
@@ -387,7 +387,7 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
 }
 
 /// The health before the incident in `summary.json`, for a run unhealthy before it (see
-/// [`crate::vocabulary::baseline`]): its span, counts, shares, and `unhealthy`.
+/// [`crate::vocabulary::metric::baseline`]): its span, counts, shares, and `unhealthy`.
 fn baseline_block(baseline: &Baseline) -> Value {
     let counts = baseline.counts;
     json!({

@@ -211,7 +211,7 @@ pub struct RecoveryRule {
     /// `baseline` (the default when absent): a window is healthy also when its failures and
     /// retries are within the noise of the health before the incident, and a run already
     /// unhealthy before it says so; `absolute`: only the limits count
-    /// ([`crate::vocabulary::baseline`]).
+    /// ([`crate::vocabulary::metric::baseline`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rule: Option<RecoveryBasis>,
 }

@@ -4,7 +4,6 @@
 //! ([`metric`]). Low enough that the scenario validator can check a claim's metric without
 //! knowing the engine that measures it.
 
-pub mod baseline;
 pub mod counts;
 pub mod metric;
 pub mod outcome;

@@ -8,6 +8,7 @@
 //! it, because a synchronised herd shows in the peak after the incident and a collapse in the
 //! goodput during it.
 
+pub mod baseline;
 mod named;
 
 use crate::base::time::{MICROS_PER_SECOND, Micros};
@@ -65,7 +66,7 @@ pub struct Summary {
     /// From the end of the incident until the system is healthy for good.
     pub recovery_s: Recovery,
     /// The health before the incident, under the baseline rule with an incident.
-    pub baseline: Option<crate::vocabulary::baseline::Baseline>,
+    pub baseline: Option<crate::vocabulary::metric::baseline::Baseline>,
     /// The users' intents: with presses by hand, each spans several operations; without,
     /// each is one.
     pub intents: IntentCounts,
@@ -81,7 +82,7 @@ pub enum Recovery {
     /// Not healthy by the end of arrivals.
     Never,
     /// Already unhealthy before the incident, so there is no health to return to
-    /// ([`crate::vocabulary::baseline`]).
+    /// ([`crate::vocabulary::metric::baseline`]).
     UnhealthyBefore,
 }
 
@@ -867,7 +868,7 @@ pub struct HealthRule {
     /// series).
     pub window: Micros,
     /// Whether a window within the noise of the health before the incident is healthy too
-    /// (the default, [`crate::vocabulary::baseline`]), or only the limits count.
+    /// (the default, [`crate::vocabulary::metric::baseline`]), or only the limits count.
     pub baseline: bool,
 }
 

@@ -7,7 +7,8 @@ use retrystorm::vocabulary::metric::{Recovery, UNHEALTHY_BEFORE, format_summary_
 
 use crate::support::{run, scenario};
 
-/// 4,000 operations a second (the article's client without retries: one attempt) to 100
+/// 4,000 operations a second (a client without retries: one attempt each, so a failed request
+/// is a failed operation) to 100
 /// workers of 10 ms (capacity 10,000/s), which fail a share `ERRORS` of requests with 503 at
 /// random; from 20 s to 23 s capacity drops to a tenth (1,000/s), queueing past the 200 ms
 /// timeout. `RULE` is the `[recovery]` table.
@@ -42,7 +43,7 @@ capacity = [
 
 [[policy]]
 name = "no retries"
-max_attempts = 1
+max_attempts = 0
 
 RULE
 "#;

@@ -346,7 +346,7 @@ fn a_path_names_services_the_operation_reaches() {
             "path = { payments = [], ledger = [] }",
         ),
         &[
-            "bad.toml:21:26:",
+            "bad.toml:21:25:",
             "operation \"note\" never reaches service \"ledger\"",
             "reaches \"gateway\", \"payments\"",
         ],

@@ -33,9 +33,9 @@
 //!   `max_failed`, or that of its retry share above the share twice `max_retries` gives. The
 //!   run then has no health to return to, and `recovery_s` reads `unhealthy before`.
 
+use super::HealthRule;
 use crate::base::stats::{clopper_pearson, incomplete_beta};
 use crate::vocabulary::counts::HealthCounts;
-use crate::vocabulary::metric::HealthRule;
 
 /// The family-wise chance that noise alone calls a run at its baseline unrecovered.
 const FAMILY_ALPHA: f64 = 0.05;
