@@ -11,7 +11,9 @@
 //! happens at the service that owns the data, and forwards the key it received.
 
 use super::fleet::KeyStore;
-use super::{IdempotencyStore, Problem, Service};
+use std::ops::Range;
+
+use super::{IdempotencyStore, Problem, Scenario, Service};
 use serde::{Deserialize, Serialize};
 
 /// `server` of a `[[service]]` that calls others.
@@ -44,6 +46,7 @@ impl ServerKind {
 /// operation's path) waits on calls, and a proxy
 /// has no key store to configure.
 pub(super) fn validate_server_kind(
+    scenario: &Scenario,
     service: &Service,
     name: &str,
     calls_anything: bool,
@@ -61,6 +64,16 @@ pub(super) fn validate_server_kind(
         ));
     }
     if kind == ServerKind::Proxy
+        && let Some((operation, span)) = leaf_path(scenario, name)
+    {
+        return Err((
+            span,
+            format!(
+                "service {name:?} is a proxy, which forwards every request, so operation {operation:?} cannot make it the service that holds its data (a path of no calls); name the services it forwards to for {operation:?}, or make the service `server = \"event-driven\"`"
+            ),
+        ));
+    }
+    if kind == ServerKind::Proxy
         && let Some(field) = key_store_setting(service)
     {
         return Err((
@@ -71,6 +84,21 @@ pub(super) fn validate_server_kind(
         ));
     }
     Ok(())
+}
+
+/// The first operation whose `path` gives service `name` no calls, with the span of that
+/// entry.
+fn leaf_path<'a>(scenario: &'a Scenario, name: &str) -> Option<(&'a str, Range<usize>)> {
+    scenario.clients.operations.iter().find_map(|operation| {
+        let (_, path) = operation
+            .path
+            .iter()
+            .find(|(service, _)| service.get_ref() == name)?;
+        path.get_ref()
+            .calls
+            .is_empty()
+            .then(|| (operation.name.get_ref().as_str(), path.span()))
+    })
 }
 
 /// The key-store setting a service writes away from its default, if any.

@@ -79,7 +79,12 @@ pub(super) fn validate_topology(
     for service in &scenario.service {
         let service = service.get_ref();
         let calls_anything = !super::routes::calls_anywhere(scenario, service).is_empty();
-        super::server_kind::validate_server_kind(service, service.name(), calls_anything)?;
+        super::server_kind::validate_server_kind(
+            scenario,
+            service,
+            service.name(),
+            calls_anything,
+        )?;
         if !calls_anything {
             if let Some(retry) = &service.retry {
                 return Err((

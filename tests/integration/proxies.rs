@@ -2,7 +2,7 @@
 //! after its own work, so that what bounds its waiting requests is its connection pool, and
 //! a proxy keeps no idempotency keys (it forwards them to the service that owns the data).
 
-use crate::support::{erlang_b, relative_error, run, scenario};
+use crate::support::{assert_contains, erlang_b, error_with, relative_error, run, scenario};
 
 /// 200 operations a second through a `gateway` of 2 workers (1 ms of its own work each)
 /// to an `app` with ample workers serving each request in exactly 50 ms, over a network
@@ -113,4 +113,23 @@ fn a_proxy_forwards_keys_to_the_service_that_owns_the_data() {
     assert!(conflicts(proxy, 1) > 1000);
     assert_eq!(conflicts(own_store, 1), 0);
     assert_eq!(conflicts(own_store, 0), conflicts(proxy, 1));
+}
+
+/// A proxy forwards every request: an operation whose `path` gives it no calls would make it
+/// the service that holds the data, which a proxy never is. Refused at the path's entry (a
+/// second operation keeps the app reached).
+#[test]
+fn a_proxy_cannot_hold_an_operations_data() {
+    assert_contains(
+        &error_with(
+            &gateway("proxy", false),
+            "name = \"pay\"\n",
+            "name = \"pay\"\npath = { gateway = [] }\n[[clients.operations]]\nname = \"get\"\n",
+        ),
+        &[
+            "bad.toml:10:20:",
+            "service \"gateway\" is a proxy",
+            "operation \"pay\" cannot make it the service that holds its data",
+        ],
+    );
 }
