@@ -307,6 +307,7 @@ impl<E: Copy> EventQueue<E> {
 
     /// Keeps an emptied bucket vector for later buckets, if it is small and there is room
     /// among the spares.
+    #[inline]
     fn recycle(&mut self, mut vector: Vec<BucketEntry<E>>) {
         if (1..=SPARE_CAPACITY).contains(&vector.capacity()) && self.spare.len() < MAX_SPARES {
             vector.clear();

@@ -309,7 +309,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             return;
         };
         let model = self.services[usize::from(held.service)].model;
-        if !held.status_check {
+        // A service that calls nothing on any path (the only one of most scenarios) skips the
+        // route lookup.
+        if !held.status_check && model.downstream.is_some() {
             let route = if model.endpoint_routes.is_empty() {
                 0
             } else {
