@@ -11,13 +11,13 @@ use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
 use super::run::{CLAIMS_FAILED, ForecastAsk, announce_forecast, commit, within_cost_limit};
-use retrystorm::run::forecast::{Files, Sample};
 use retrystorm::import::load_str;
 use retrystorm::output::charts::Format;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::risk::{
     OutputFile, PreparedStudy, StudyKind, StudyRow, StudySpec, map, replications, shard_files,
 };
+use retrystorm::run::forecast::{Files, Sample};
 use retrystorm::scenario::risk::MapAxis;
 use retrystorm::scenario::{Override, check_resolved_fits, read_scenario};
 use retrystorm::sweep::Shard;
@@ -217,7 +217,10 @@ pub fn run_study(
     let spec = &prepared.spec;
     let mut estimates = vec![estimate];
     if spec.min_replications < spec.replications {
-        estimates.insert(0, prepared.estimate_at(shard, threads, spec.min_replications));
+        estimates.insert(
+            0,
+            prepared.estimate_at(shard, threads, spec.min_replications),
+        );
     }
     let policies = prepared.policies.len();
     announce_forecast(

@@ -11,10 +11,10 @@ use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
 use super::run::{ForecastAsk, announce_forecast, commit, within_cost_limit};
-use retrystorm::run::forecast::{Files, Sample};
 use retrystorm::import::load_str;
 use retrystorm::output::charts::Format;
 use retrystorm::output::staging::StagedFolder;
+use retrystorm::run::forecast::{Files, Sample};
 use retrystorm::scenario::{Override, check_resolved_fits, read_scenario};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
@@ -145,11 +145,7 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     if !within_cost_limit(&estimate, &prepared.spec.scenario_path, args.no_cost_limit) {
         return Ok(ExitCode::FAILURE);
     }
-    let charts = if args.no_charts {
-        0
-    } else {
-        args.format.len()
-    };
+    let charts = if args.no_charts { 0 } else { args.format.len() };
     // The pilot: the first seed of as many of the shard's points as run at once, spread from
     // its first to its last, since the grid's corners differ most; each simulation stands
     // for the nearest sampled point's.

@@ -801,7 +801,10 @@ mod tests {
         assert_eq!(own.expected, 20_000.0);
         assert_eq!(all.expected, 35_000.0);
         assert_eq!(all.fewest, own.fewest);
-        assert_eq!(operations(&scenario, &scenario.policy[0]).expected, 20_000.0);
+        assert_eq!(
+            operations(&scenario, &scenario.policy[0]).expected,
+            20_000.0
+        );
         assert_eq!(presses_per_intent(0.5, 2), 0.75);
         assert_eq!(presses_per_intent(1.0, 3), 3.0);
         assert_eq!(presses_per_intent(0.0, 3), 0.0);
@@ -814,7 +817,10 @@ mod tests {
         let scenario = load_str(OPEN, "test.toml", &[]).unwrap_or_else(|error| panic!("{error}"));
         let policy = &scenario.policy[0];
         assert_eq!(expected_arrivals_by(&scenario, policy, 5_000_000), 10_000.0);
-        assert_eq!(expected_arrivals_by(&scenario, policy, 20_000_000), 20_000.0);
+        assert_eq!(
+            expected_arrivals_by(&scenario, policy, 20_000_000),
+            20_000.0
+        );
     }
 
     /// A load curve scales the offered operations by its mean: a factor of 3 for 2 s of 10 s

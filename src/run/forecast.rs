@@ -9,7 +9,8 @@
 //! extrapolates.
 //!
 //! **What the pilot simulates.** The job's first simulation of each policy, as it will run
-//! (for `run`, every policy of the scenario; for a sweep, the first point's first seed; for a
+//! (for `run`, every policy of the scenario; for a sweep, the first seed of as many points as
+//! run at once, spread from the grid's first to its last, since its corners differ most; for a
 //! map or replications, every policy of the first cell's first replication), in parallel as the
 //! job runs them, each from the start for as long as it takes or [`PILOT_SECONDS`] of wall time,
 //! whichever ends first. Two cheaper pilots were measured and refused:
@@ -29,7 +30,7 @@
 //! bounds still hold, and the progress lines re-estimate as the run goes.
 //!
 //! **The extrapolation** ([`Forecast::of`]): each simulation of the job takes the wall time of
-//! the pilot of its policy, scaled by its expected operations against the pilot's (a sweep's
+//! the pilot of its policy (a sweep's: of the nearest point sampled), scaled by its expected operations against the pilot's (a sweep's
 //! point of twice the clients takes twice as long); they are dealt in order to the threads,
 //! each to the first free, as rayon's workers take them; the forecast is the time the last
 //! ends, plus the time already spent (the command's start, the pilot) and a measured allowance
@@ -222,10 +223,7 @@ impl Forecast {
                 .collect(),
             estimate.threads,
         );
-        let least_share = samples
-            .iter()
-            .map(|(_, run)| run.share)
-            .fold(1.0, f64::min);
+        let least_share = samples.iter().map(|(_, run)| run.share).fold(1.0, f64::min);
         let simulations = (memory.after - memory.before).max(0.0) / least_share * job_memory
             / pilot_memory.max(1.0);
         Forecast {
