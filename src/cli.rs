@@ -20,6 +20,8 @@ mod sweep;
 use std::fmt;
 use std::io;
 use std::process::ExitCode;
+use std::sync::OnceLock;
+use std::time::Instant;
 
 use clap::{Parser, Subcommand};
 use retrystorm::base::escape;
@@ -70,8 +72,17 @@ enum Command {
     Import(import::ImportArgs),
 }
 
+/// When the command started: a forecast counts its wall time from there.
+static STARTED: OnceLock<Instant> = OnceLock::new();
+
+/// Seconds since the command started.
+pub(crate) fn since_start() -> f64 {
+    STARTED.get_or_init(Instant::now).elapsed().as_secs_f64()
+}
+
 /// Parses the command line and runs the command.
 pub fn run() -> ExitCode {
+    STARTED.get_or_init(Instant::now);
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // Help and version go to stdout as clap writes them; a usage error echoes the command

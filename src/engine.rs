@@ -225,6 +225,12 @@ pub trait Observer {
     fn attempt(&mut self, _record: &AttemptRecord) {}
     /// The simulation reached time `now`; called every few tens of thousands of events.
     fn progress(&mut self, _now: Micros) {}
+    /// Whether the simulation stops where it is, asked after each [`Observer::progress`]: a
+    /// pilot out of its wall time ([`crate::run::forecast`]). The measurements of a stopped
+    /// simulation cover the time it reached, and are only a pilot's.
+    fn stop(&self) -> bool {
+        false
+    }
 }
 
 /// An observer that ignores everything.
@@ -1014,6 +1020,9 @@ impl<'a, O: Observer> Engine<'a, O> {
             }
             if self.recorder.events().is_multiple_of(PROGRESS_EVERY) {
                 self.observer.progress(self.now);
+                if self.observer.stop() {
+                    break;
+                }
             }
         }
         self.commit_writes_in_service();

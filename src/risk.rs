@@ -420,6 +420,18 @@ impl PreparedStudy {
         text
     }
 
+    /// The scenario replication `replication` of `cell` runs: the cell's, with the
+    /// replication's seed and uncertain draws.
+    pub fn scenario_of_run(&self, cell: usize, replication: usize) -> Result<Scenario, StudyError> {
+        let cell_key = (self.spec.kind == StudyKind::Map).then_some(cell);
+        let mut scenario = self
+            .spec
+            .load(cell_key, &self.uncertain.of_run(replication), None)
+            .map_err(StudyError::Scenario)?;
+        scenario.seed = self.seeds[replication];
+        Ok(scenario)
+    }
+
     /// Runs replication `replication` of `cell`: every policy on its seed, one row each.
     pub fn run_replication(
         &self,
@@ -427,11 +439,7 @@ impl PreparedStudy {
         replication: usize,
     ) -> Result<Vec<StudyRow>, StudyError> {
         let cell_key = (self.spec.kind == StudyKind::Map).then_some(cell);
-        let mut scenario = self
-            .spec
-            .load(cell_key, &self.uncertain.of_run(replication), None)
-            .map_err(StudyError::Scenario)?;
-        scenario.seed = self.seeds[replication];
+        let scenario = self.scenario_of_run(cell, replication)?;
         let observers = vec![Quiet; scenario.policy.len()];
         let (run, _) = run_scenario(&scenario, observers).map_err(|stalled| {
             StudyError::Definition(format!(
@@ -532,9 +540,15 @@ impl PreparedStudy {
 
     /// What the study's runs in `shard` will cost at most, `threads` at a time.
     pub fn estimate(&self, shard: Shard, threads: usize) -> Estimate {
+        self.estimate_at(shard, threads, self.spec.replications)
+    }
+
+    /// What the study's runs in `shard` will cost with `replications` in every cell, in the
+    /// order they run (cell, replication, policy), `threads` at a time.
+    pub fn estimate_at(&self, shard: Shard, threads: usize, replications: u32) -> Estimate {
         let policies: Vec<PolicyCost> = (0..self.spec.cell_count())
             .flat_map(|cell| {
-                (0..self.spec.replications as usize)
+                (0..replications as usize)
                     .filter(move |&r| self.spec.owns(shard, cell, r))
                     .flat_map(move |_| self.costs[cell.min(self.costs.len() - 1)].iter().cloned())
             })

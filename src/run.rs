@@ -6,6 +6,7 @@
 //! What a run will cost is estimated beforehand, from the scenario alone ([`cost`]).
 
 pub mod cost;
+pub mod forecast;
 
 use std::time::{Duration as WallDuration, Instant};
 

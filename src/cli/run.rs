@@ -1,6 +1,5 @@
 //! `retrystorm run` and `retrystorm check`.
 
-use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,6 +21,10 @@ use retrystorm::output::report::report_html;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
 use retrystorm::run::cost::{Estimate, memory_limit};
+use retrystorm::run::forecast::{
+    Files, Forecast, PILOT_SECONDS, PilotMemory, PilotRun, Sample, about, peak_resident_bytes,
+    pilot,
+};
 use retrystorm::run::{ScenarioRun, run_scenario};
 use retrystorm::scenario::routes::calls_anywhere;
 use retrystorm::scenario::{Override, Scenario, longest_operation};
@@ -70,6 +73,10 @@ pub struct RunArgs {
     /// intervals, and policies compared paired by seed (risk.html, risk.csv).
     #[arg(long, value_name = "N")]
     replications: Option<u32>,
+    /// Print a forecast of the wall time and peak memory before the run, from a short pilot,
+    /// even for a short run (a long run, whose estimate is printed, is forecast anyway).
+    #[arg(long)]
+    forecast: bool,
     /// With replications: run only shard K of N of them (the replications r with r % N == K),
     /// and write only their rows, for `retrystorm merge`.
     #[arg(long, value_name = "K/N")]
@@ -227,7 +234,18 @@ pub fn run(args: &RunArgs) -> io::Result<ExitCode> {
     for (scenario, path) in scenarios.iter().zip(&args.scenarios) {
         if let (Some(shard), Some(risk)) = (args.shard, &scenario.risk) {
             let replications = risk.get_ref().replications.get() as u32;
-            match replications_of(path, &overrides, replications, shard, args.no_cost_limit)? {
+            let ask = ForecastAsk {
+                asked: args.forecast,
+                files: Files::with_charts(0),
+            };
+            match replications_of(
+                path,
+                &overrides,
+                replications,
+                shard,
+                args.no_cost_limit,
+                ask,
+            )? {
                 Some(replicated) => replicated.write_shard(&args.out)?,
                 None => return Ok(ExitCode::FAILURE),
             };
@@ -259,17 +277,113 @@ pub fn within_cost_limit(estimate: &Estimate, label: &str, no_cost_limit: bool) 
             ));
             false
         }
-        exceeds => {
-            if exceeds.is_some()
-                || estimate.fewest_seconds() >= 10.0
-                || estimate.most_seconds() >= 60.0
-                || estimate.memory_bytes() >= limit / 4.0
-            {
+        _ => {
+            if shown(estimate, limit) {
                 super::report(format_args!("{label}: estimate: {estimate}"));
             }
             true
         }
     }
+}
+
+/// Whether the bounds of `estimate` are shown before it runs: over a limit of `limit` bytes
+/// or the events limit, or long (at least 10 s, or up to a minute or more), or large (a
+/// quarter of the limit).
+fn shown(estimate: &Estimate, limit: f64) -> bool {
+    estimate.exceeds(limit).is_some()
+        || estimate.fewest_seconds() >= 10.0
+        || estimate.most_seconds() >= 60.0
+        || estimate.memory_bytes() >= limit / 4.0
+}
+
+/// Whether a job is forecast before it runs, and what its files cost.
+#[derive(Debug, Clone, Copy)]
+pub struct ForecastAsk {
+    /// `--forecast`: even a short job.
+    pub asked: bool,
+    /// The files and charts the job writes.
+    pub files: Files,
+}
+
+/// Runs the pilot of `samples` and prints the forecast of the job on stderr after `label`,
+/// if it is asked for or the job's bounds are shown (a long job: a short job's output does
+/// not change). `estimates` is the job (a map's: at its least runs, then its most);
+/// `sample_of` the pilot sample that stands for each of its simulations. A pilot that stalls
+/// prints nothing: the job reports it.
+pub fn announce_forecast(
+    label: &str,
+    estimates: &[Estimate],
+    samples: impl FnOnce() -> Option<Vec<Sample>>,
+    sample_of: impl Fn(usize) -> usize + Copy,
+    ask: ForecastAsk,
+) {
+    let Some(last) = estimates.last() else {
+        return;
+    };
+    if !ask.asked && !shown(last, memory_limit()) {
+        return;
+    }
+    let Some(samples) = samples() else {
+        return;
+    };
+    let before = peak_resident_bytes().unwrap_or(0.0);
+    let started = Instant::now();
+    let Ok(runs) = pilot(&samples, Duration::from_secs_f64(PILOT_SECONDS)) else {
+        return;
+    };
+    let pilot_seconds = started.elapsed().as_secs_f64();
+    let memory = PilotMemory {
+        before,
+        after: peak_resident_bytes().unwrap_or(before),
+    };
+    let measured: Vec<(usize, PilotRun)> = samples
+        .iter()
+        .map(|sample| sample.job_index)
+        .zip(runs.iter().copied())
+        .collect();
+    let forecasts: Vec<Forecast> = estimates
+        .iter()
+        .map(|estimate| {
+            Forecast::of(
+                estimate,
+                &measured,
+                sample_of,
+                memory,
+                ask.files,
+                super::since_start(),
+            )
+        })
+        .collect();
+    let least_share = runs.iter().map(|run| run.share).fold(1.0, f64::min);
+    let pilot = format!(
+        "a pilot of {} simulation{} took {pilot_seconds:.1} s{}",
+        runs.len(),
+        if runs.len() == 1 { "" } else { "s" },
+        if least_share < 1.0 {
+            format!(
+                ", cut at {:.0}% of the operations (a storm after that is not in it)",
+                least_share * 100.0
+            )
+        } else {
+            String::new()
+        }
+    );
+    let text = match forecasts.as_slice() {
+        [least, most, ..] => format!(
+            "{} ({} if every cell settles at once, {} if none does)",
+            about(&Forecast {
+                seconds: (least.seconds * most.seconds).sqrt(),
+                bytes: most.bytes,
+            }),
+            about(least),
+            about(most)
+        ),
+        [one] => about(one),
+        [] => return,
+    };
+    super::report(format_args!(
+        "{label}: forecast: {text}, from the command's start to its end; {pilot}"
+    ));
 }
 
 /// Runs one scenario (and its replications, with `[risk]`) and writes its folder as a whole:
@@ -283,6 +397,36 @@ fn run_one(
     args: &RunArgs,
     mode: Mode,
 ) -> io::Result<Option<usize>> {
+    let mut formats = if args.no_charts {
+        vec![]
+    } else {
+        args.format.clone()
+    };
+    formats.sort();
+    formats.dedup();
+    let ask = ForecastAsk {
+        asked: args.forecast,
+        files: Files::with_charts(formats.len()),
+    };
+    let policies = scenario.policy.len();
+    announce_forecast(
+        &path.display().to_string(),
+        &[Estimate::of(scenario, rayon::current_num_threads())],
+        || {
+            Some(
+                (0..policies)
+                    .map(|policy| Sample {
+                        scenario: scenario.clone(),
+                        policy,
+                        seed: scenario.seed,
+                        job_index: policy,
+                    })
+                    .collect(),
+            )
+        },
+        |index| index,
+        ask,
+    );
     let staged = StagedFolder::create(&args.out.join(scenario.name.as_str()), "summary.json")?;
     let folder = staged.path();
     let progress = Progress::start(scenario, mode);
@@ -323,13 +467,6 @@ fn run_one(
         finish_trace(&folder.join("trace.csv"), traces)
             .map_err(|error| with_path(error, &staged.target().join("trace.csv")))?;
     }
-    let mut formats = if args.no_charts {
-        vec![]
-    } else {
-        args.format.clone()
-    };
-    formats.sort();
-    formats.dedup();
     write_charts(&run, &staged, &formats)?;
     let page = report_html(&run).map_err(|error| {
         io::Error::other(format!(
@@ -347,6 +484,7 @@ fn run_one(
                 replications,
                 Shard::WHOLE,
                 args.no_cost_limit,
+                ask,
             )? {
                 Some(replicated) => {
                     let (files, text, failed) = replicated.files(&formats)?;
@@ -705,12 +843,9 @@ fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {
     )
 }
 
-/// Peak resident memory of this process, from Linux's /proc (VmHWM).
+/// Peak resident memory of this process ([`peak_resident_bytes`]).
 fn peak_memory() -> Option<String> {
-    let status = fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|line| line.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(format!("{:.1} MiB", kib / 1024.0))
+    peak_resident_bytes().map(|bytes| format!("{:.1} MiB", bytes / 1024.0 / 1024.0))
 }
 
 /// Whether `--set SET=...` gives the `[uncertain]` input `key`: the same key, or, for a key of

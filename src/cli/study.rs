@@ -10,13 +10,14 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
-use super::run::{CLAIMS_FAILED, commit, within_cost_limit};
+use super::run::{CLAIMS_FAILED, ForecastAsk, announce_forecast, commit, within_cost_limit};
 use retrystorm::import::load_str;
 use retrystorm::output::charts::Format;
 use retrystorm::output::staging::StagedFolder;
 use retrystorm::risk::{
     OutputFile, PreparedStudy, StudyKind, StudyRow, StudySpec, map, replications, shard_files,
 };
+use retrystorm::run::forecast::{Files, Sample};
 use retrystorm::scenario::risk::MapAxis;
 use retrystorm::scenario::{Override, check_resolved_fits, read_scenario};
 use retrystorm::sweep::Shard;
@@ -67,6 +68,10 @@ pub struct MapArgs {
     /// Exit 0 even when a claim of the map does not hold.
     #[arg(long)]
     no_fail_on_claims: bool,
+    /// Print a forecast of the wall time and peak memory before the map, from a short pilot,
+    /// even for a short one (a long one, whose estimate is printed, is forecast anyway).
+    #[arg(long)]
+    forecast: bool,
 }
 
 fn fail(message: impl std::fmt::Display) -> io::Result<ExitCode> {
@@ -142,7 +147,11 @@ pub fn map(args: &MapArgs) -> io::Result<ExitCode> {
         prepared.policies.len(),
         shard_words(shard)
     )?;
-    let Some(rows) = run_study(&prepared, shard, most, args.stats, args.no_cost_limit)? else {
+    let ask = ForecastAsk {
+        asked: args.forecast,
+        files: Files::with_charts(formats(&args.format, args.no_charts).len()),
+    };
+    let Some(rows) = run_study(&prepared, shard, most, args.stats, args.no_cost_limit, ask)? else {
         return Ok(ExitCode::FAILURE);
     };
     if shard != Shard::WHOLE {
@@ -197,11 +206,46 @@ pub fn run_study(
     most: usize,
     stats: bool,
     no_cost_limit: bool,
+    ask: ForecastAsk,
 ) -> io::Result<Option<Vec<StudyRow>>> {
-    let estimate = prepared.estimate(shard, rayon::current_num_threads());
+    let threads = rayon::current_num_threads();
+    let estimate = prepared.estimate(shard, threads);
     if !within_cost_limit(&estimate, &prepared.spec.scenario_path, no_cost_limit) {
         return Ok(None);
     }
+    // A map runs its least replications in every cell, and more where a cell is unsettled.
+    let spec = &prepared.spec;
+    let mut estimates = vec![estimate];
+    if spec.min_replications < spec.replications {
+        estimates.insert(
+            0,
+            prepared.estimate_at(shard, threads, spec.min_replications),
+        );
+    }
+    let policies = prepared.policies.len();
+    announce_forecast(
+        &spec.scenario_path,
+        &estimates,
+        || {
+            // The first run of the shard: its cell's first replication it owns.
+            let (cell, replication) = (0..spec.cell_count())
+                .flat_map(|cell| (0..spec.replications as usize).map(move |r| (cell, r)))
+                .find(|&(cell, r)| spec.owns(shard, cell, r))?;
+            let scenario = prepared.scenario_of_run(cell, replication).ok()?;
+            Some(
+                (0..policies)
+                    .map(|policy| Sample {
+                        scenario: scenario.clone(),
+                        policy,
+                        seed: scenario.seed,
+                        job_index: policy,
+                    })
+                    .collect(),
+            )
+        },
+        |index| index % policies.max(1),
+        ask,
+    );
     let mode = match Mode::of_stderr() {
         Ok(mode) => mode,
         Err(error) => {
@@ -323,6 +367,7 @@ pub fn replications_of(
     replications: u32,
     shard: Shard,
     no_cost_limit: bool,
+    ask: ForecastAsk,
 ) -> io::Result<Option<Replicated>> {
     let text = match read_scenario(path) {
         Ok(text) => text,
@@ -349,7 +394,7 @@ pub fn replications_of(
         }
     };
     let (_, most) = prepared.runs_bounds(shard);
-    let Some(rows) = run_study(&prepared, shard, most, false, no_cost_limit)? else {
+    let Some(rows) = run_study(&prepared, shard, most, false, no_cost_limit, ask)? else {
         return Ok(None);
     };
     Ok(Some(Replicated {

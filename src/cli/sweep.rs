@@ -10,10 +10,11 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
-use super::run::{commit, within_cost_limit};
+use super::run::{ForecastAsk, announce_forecast, commit, within_cost_limit};
 use retrystorm::import::load_str;
 use retrystorm::output::charts::Format;
 use retrystorm::output::staging::StagedFolder;
+use retrystorm::run::forecast::{Files, Sample};
 use retrystorm::scenario::{Override, check_resolved_fits, read_scenario};
 use retrystorm::sweep::report::{OutputFile, finalize, merge, shard_files};
 use retrystorm::sweep::{Axis, PreparedSweep, Shard, SweepSpec, choose_policy};
@@ -71,6 +72,10 @@ pub struct SweepArgs {
     /// Run even a sweep whose estimated cost is over the limits, as for `run`.
     #[arg(long)]
     no_cost_limit: bool,
+    /// Print a forecast of the wall time and peak memory before the sweep, from a short
+    /// pilot, even for a short one (a long one, whose estimate is printed, is forecast anyway).
+    #[arg(long)]
+    forecast: bool,
 }
 
 #[derive(Debug, Args)]
@@ -140,6 +145,37 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
     if !within_cost_limit(&estimate, &prepared.spec.scenario_path, args.no_cost_limit) {
         return Ok(ExitCode::FAILURE);
     }
+    let charts = if args.no_charts { 0 } else { args.format.len() };
+    // The pilot: the first seed of as many of the shard's points as run at once, spread from
+    // its first to its last, since the grid's corners differ most; each simulation stands
+    // for the nearest sampled point's.
+    let owned: Vec<usize> = (0..prepared.spec.point_count())
+        .filter(|&point| shard.owns(point))
+        .collect();
+    let sampled = spread(owned.len(), rayon::current_num_threads());
+    let seeds = prepared.seeds.len().max(1);
+    announce_forecast(
+        &prepared.spec.scenario_path,
+        &[estimate],
+        || {
+            sampled
+                .iter()
+                .map(|&position| {
+                    Some(Sample {
+                        scenario: prepared.scenario_of_run(*owned.get(position)?, 0).ok()?,
+                        policy: 0,
+                        seed: *prepared.seeds.first()?,
+                        job_index: position * seeds,
+                    })
+                })
+                .collect()
+        },
+        |index| nearest(&sampled, index / seeds),
+        ForecastAsk {
+            asked: args.forecast,
+            files: Files::with_charts(charts),
+        },
+    );
     let simulations = prepared.simulations(shard);
     let started = Instant::now();
     let done = Arc::new(AtomicUsize::new(0));
@@ -204,6 +240,30 @@ pub fn sweep(args: &SweepArgs) -> io::Result<ExitCode> {
         )?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `count` positions of `0..length` spread evenly from the first to the last (all of them
+/// when `count` is at least `length`): 0, 5 and 11 of 12 for three.
+fn spread(length: usize, count: usize) -> Vec<usize> {
+    let count = count.clamp(1, length.max(1));
+    let mut positions: Vec<usize> = (0..count)
+        .map(|i| {
+            if count == 1 {
+                0
+            } else {
+                i * (length.max(1) - 1) / (count - 1)
+            }
+        })
+        .collect();
+    positions.dedup();
+    positions
+}
+
+/// The index in `positions` (sorted) of the one nearest `position`, the earlier on a tie.
+fn nearest(positions: &[usize], position: usize) -> usize {
+    (0..positions.len())
+        .min_by_key(|&index| positions[index].abs_diff(position))
+        .unwrap_or(0)
 }
 
 /// Combines shard folders into the files of a whole sweep.
@@ -286,4 +346,23 @@ fn progress(mode: Mode, total: usize, finished: Arc<AtomicUsize>) -> Painter {
             ),
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{nearest, spread};
+
+    /// The pilot's points run from the grid's first to its last; every point takes the
+    /// nearest's measure.
+    #[test]
+    fn the_pilot_spreads_over_the_grid() {
+        assert_eq!(spread(12, 2), vec![0, 11]);
+        assert_eq!(spread(12, 3), vec![0, 5, 11]);
+        assert_eq!(spread(2, 4), vec![0, 1]);
+        assert_eq!(spread(1, 2), vec![0]);
+        assert_eq!(spread(0, 2), vec![0]);
+        assert_eq!(nearest(&[0, 11], 5), 0);
+        assert_eq!(nearest(&[0, 11], 6), 1);
+        assert_eq!(nearest(&[0, 5, 11], 8), 1);
+    }
 }

@@ -357,27 +357,59 @@ struct Operations {
 }
 
 /// The operations of `policy`'s clients: an open loop's count, within a margin; a
-/// closed loop's, from one per client and think time plus least operation time, at most.
+/// closed loop's, from one per client and think time plus least operation time, at most; with
+/// the presses of users who retry by hand ([`presses_per_intent`]).
 fn operations(scenario: &Scenario, policy: &Policy) -> Operations {
-    let mut operations = arrivals(scenario, policy);
-    // Users who retry by hand start at most `max` more operations per intent.
+    let mut operations = arrivals(scenario, policy, scenario.duration.get_ref().micros());
     if let Some(manual) = &policy.manual_retry {
-        operations.most *= 1.0 + manual.get_ref().max.get() as f64;
+        let manual = manual.get_ref();
+        // At most `max` more operations per intent; as many as expected if every operation
+        // fails; none if none does.
+        operations.most *= 1.0 + manual.max.get() as f64;
+        operations.expected *=
+            1.0 + presses_per_intent(manual.probability.get(), manual.max.get() as u32);
     }
     operations
 }
 
-/// The operations `policy`'s users start of their own accord: without presses by hand.
-fn arrivals(scenario: &Scenario, policy: &Policy) -> Operations {
+/// The presses a user makes for one intent, expected, when every operation fails (or outlasts
+/// the user's patience): a user presses with probability `p` each time an operation fails,
+/// at most `max` times ([`crate::engine`]'s `gave_up`), so the k-th press happens when the
+/// k - 1 before it did and the k-th draw says so, with probability `p^k`, and the expected
+/// count is the sum of those chances: `p + p^2 + ... + p^max`, `p (1 - p^max) / (1 - p)`
+/// (`max` when `p` is 1). Operations that succeed press less, so this bounds the expectation
+/// from above, as a cost bound must.
+pub fn presses_per_intent(p: f64, max: u32) -> f64 {
+    if p >= 1.0 {
+        f64::from(max)
+    } else {
+        p * (1.0 - p.powi(max as i32)) / (1.0 - p)
+    }
+}
+
+/// The operations `policy`'s users are expected to start of their own accord (without presses
+/// by hand) before `end_micros` of simulated time, the run's end at most: where a pilot cut
+/// short stands in the run ([`crate::run::forecast`]).
+pub fn expected_arrivals_by(scenario: &Scenario, policy: &Policy, end_micros: u64) -> f64 {
+    arrivals(
+        scenario,
+        policy,
+        end_micros.min(scenario.duration.get_ref().micros()),
+    )
+    .expected
+}
+
+/// The operations `policy`'s users start of their own accord (without presses by hand) in the
+/// first `end_micros` of simulated time (the run's duration, for the whole run).
+fn arrivals(scenario: &Scenario, policy: &Policy, end_micros: u64) -> Operations {
     let clients = &scenario.clients;
     let count = clients.count.get_ref().get() as f64;
-    let duration = scenario.duration.get_ref().micros() as f64 / MICROS_PER_SECOND as f64;
+    let duration = end_micros as f64 / MICROS_PER_SECOND as f64;
     let margin = |expected: f64| COUNT_MARGIN * expected.sqrt() + 1.0;
     match clients.workload.get_ref() {
         Workload::Open if let Some(at_us) = clients.arrivals.get_ref().recorded() => {
             // Exactly the recorded arrivals before the end.
-            let end = scenario.duration.get_ref().micros();
-            let exact = at_us.partition_point(|&at| at < end) as f64;
+            let exact = at_us.partition_point(|&at| at < end_micros) as f64;
             Operations {
                 expected: exact,
                 fewest: exact,
@@ -647,7 +679,7 @@ fn count(value: f64) -> String {
 }
 
 /// `640 KiB`-style sizes in MiB or GiB.
-fn bytes(value: f64) -> String {
+pub(crate) fn bytes(value: f64) -> String {
     if value >= 1024.0 * MIB {
         format!("{:.1} GiB", value / (1024.0 * MIB))
     } else {
@@ -667,7 +699,7 @@ fn wall_time(fewest: f64, most: f64) -> String {
 }
 
 /// `12 s`, `2.5 min`, `14 min`, `1.5 h`, `under a second`.
-fn duration(seconds: f64) -> String {
+pub(crate) fn duration(seconds: f64) -> String {
     if seconds >= 3600.0 {
         format!("{:.1} h", seconds / 3600.0)
     } else if seconds >= 600.0 {
@@ -746,10 +778,12 @@ mod tests {
     }
 
     /// Users who retry by hand start at most `max` more operations per intent: the most
-    /// operations are `1 + max` times the arrivals'; the expected and the fewest are the
-    /// arrivals' (a user may never press again).
+    /// operations are `1 + max` times the arrivals'; the fewest are the arrivals' (a user may
+    /// never press again); the expected count adds the presses expected when every operation
+    /// fails ([`presses_per_intent`]): with probability 1/2 and at most 2 presses, 1/2 + 1/4 =
+    /// 0.75 a press per intent, 15,000 more operations on 20,000 arrivals.
     #[test]
-    fn presses_by_hand_multiply_the_most_operations() {
+    fn presses_by_hand_count_in_the_operations() {
         let pressing = OPEN.replace(
             "max_attempts = 0",
             r#"max_attempts = 0
@@ -758,10 +792,35 @@ mod tests {
         let scenario =
             load_str(&pressing, "test.toml", &[]).unwrap_or_else(|error| panic!("{error}"));
         let policy = &scenario.policy[1];
-        let (own, all) = (arrivals(&scenario, policy), operations(&scenario, policy));
+        let end = scenario.duration.get_ref().micros();
+        let (own, all) = (
+            arrivals(&scenario, policy, end),
+            operations(&scenario, policy),
+        );
         assert_eq!(all.most, 3.0 * own.most);
-        assert_eq!((all.expected, all.fewest), (own.expected, own.fewest));
-        assert_eq!(operations(&scenario, &scenario.policy[0]).most, own.most);
+        assert_eq!(own.expected, 20_000.0);
+        assert_eq!(all.expected, 35_000.0);
+        assert_eq!(all.fewest, own.fewest);
+        assert_eq!(
+            operations(&scenario, &scenario.policy[0]).expected,
+            20_000.0
+        );
+        assert_eq!(presses_per_intent(0.5, 2), 0.75);
+        assert_eq!(presses_per_intent(1.0, 3), 3.0);
+        assert_eq!(presses_per_intent(0.0, 3), 0.0);
+    }
+
+    /// Half of a flat open loop's run brings half its operations; a recorded or closed one,
+    /// as many as start by then; past the run's end, all of them.
+    #[test]
+    fn arrivals_by_a_time_follow_the_rate() {
+        let scenario = load_str(OPEN, "test.toml", &[]).unwrap_or_else(|error| panic!("{error}"));
+        let policy = &scenario.policy[0];
+        assert_eq!(expected_arrivals_by(&scenario, policy, 5_000_000), 10_000.0);
+        assert_eq!(
+            expected_arrivals_by(&scenario, policy, 20_000_000),
+            20_000.0
+        );
     }
 
     /// A load curve scales the offered operations by its mean: a factor of 3 for 2 s of 10 s

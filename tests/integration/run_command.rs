@@ -526,6 +526,65 @@ fn an_unaffordable_run_is_refused_with_its_estimate() {
     assert!(is_empty(&out), "nothing is written");
 }
 
+/// A long job is forecast before it runs, on stderr after its bounds, from a pilot; a short
+/// one prints neither, unless asked with `--forecast`. "Long" is the bounds' (what is shown
+/// before the run): ten seeds of the tuning scenario allowed 100 retries each are bounded at
+/// 631.4 million events, over a minute on two cores, though none of the retries happens.
+/// No figure of the forecast is checked: it is this machine's wall time.
+#[test]
+fn a_long_job_is_forecast_and_a_short_one_is_not() {
+    let out = fresh_folder("run-forecast");
+    let out = out.to_str().unwrap();
+    let long = retrystorm(&[
+        "sweep",
+        "scenarios/tuning.toml",
+        "--grid",
+        "policy.max_attempts=100",
+        "--seeds",
+        "10",
+        "--no-charts",
+        "--out",
+        out,
+    ]);
+    assert!(long.status.success());
+    let stderr = String::from_utf8_lossy(&long.stderr);
+    let forecast = "scenarios/tuning.toml: forecast: about ";
+    assert!(stderr.contains("631.4 million events"), "{stderr}");
+    assert!(stderr.contains(forecast), "{stderr}");
+    assert!(
+        stderr.contains("from the command's start to its end; a pilot of 1 simulation took "),
+        "{stderr}"
+    );
+
+    let mut short = SMALL_SWEEP.to_vec();
+    short.extend(["--out", out]);
+    let quiet = retrystorm(&short);
+    assert!(quiet.status.success());
+    assert!(!String::from_utf8_lossy(&quiet.stderr).contains("forecast"));
+    short.push("--forecast");
+    let asked = retrystorm(&short);
+    assert!(
+        String::from_utf8_lossy(&asked.stderr)
+            .contains("scenarios/contention.toml: forecast: about "),
+        "{}",
+        String::from_utf8_lossy(&asked.stderr)
+    );
+    // The forecast changes no result.
+    assert_eq!(quiet.stdout, asked.stdout);
+
+    let run = retrystorm(&[
+        "run",
+        "scenarios/tuning.toml",
+        "--no-charts",
+        "--forecast",
+        "--out",
+        out,
+    ]);
+    assert!(run.status.success());
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(stderr.contains(forecast), "{stderr}");
+}
+
 /// The reference's example of a refused scenario is what `check` prints today: the file shown
 /// and the error line are taken from docs/reference.md, so neither can drift from the code.
 #[test]
