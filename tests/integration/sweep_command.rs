@@ -1079,6 +1079,17 @@ fn the_reference_sweep_explains_itself_as_the_reference_shows() {
         std::fs::read_to_string(out.join("tuning-sweep/recommendation.txt")).unwrap();
     let (explained, rest) = recommendation.split_once("\n\nreproduce: ").unwrap();
     assert_eq!(explained, expected);
+    // Three seeds cannot tell the best p99 (point 47) from point 39's, seed by seed; the
+    // amplification, which they can, chooses between them, and the warning names the seeds
+    // that would settle the p99.
+    assert_contains(
+        explained,
+        &[
+            "\ntied: it has the best mean, but with 3 seeds p99_ms cannot tell it from point 39: ",
+            "\nchosen among the 2 tied: point 47, ",
+            "about 4 seeds would tell each from point 47",
+        ],
+    );
     let (command, _) = rest.split_once("\n\n# Paste").unwrap();
     assert_eq!(command, reproduce);
 }
