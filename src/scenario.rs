@@ -24,6 +24,7 @@ mod overload;
 pub mod risk;
 pub mod routes;
 mod server_kind;
+pub mod switch;
 mod topology;
 pub mod uncertain;
 mod validate;

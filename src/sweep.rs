@@ -28,6 +28,7 @@ pub mod pareto;
 pub mod recommendation;
 pub mod report;
 pub mod requirement;
+pub mod tie;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -105,17 +106,17 @@ impl Axis {
     /// The values as numbers, if every one is a finite number or a duration (in seconds): a
     /// key a heatmap can use as an axis, and whose values have a smallest and a largest.
     pub fn numbers(&self) -> Option<Vec<f64>> {
-        self.values
-            .iter()
-            .map(|value| {
-                value
-                    .parse::<f64>()
-                    .ok()
-                    .filter(|number| number.is_finite())
-                    .or_else(|| value.parse::<Duration>().ok().map(Duration::as_secs_f64))
-            })
-            .collect()
+        self.values.iter().map(|value| number(value)).collect()
     }
+}
+
+/// A grid value as a number: a finite number, or a duration in seconds.
+pub fn number(value: &str) -> Option<f64> {
+    value
+        .parse::<f64>()
+        .ok()
+        .filter(|number| number.is_finite())
+        .or_else(|| value.parse::<Duration>().ok().map(Duration::as_secs_f64))
 }
 
 /// `A..B` or `A..=B`, both inclusive; `None` if `text` is not a range at all. Only text whose
@@ -566,6 +567,38 @@ impl SweepSpec {
             &self.overrides(point, draws),
             &configs,
         )
+    }
+
+    /// The grid keys (their axes' indices) whose value at `point` changes the scenario as it is
+    /// (with the fixed `--set` values): each key set alone, the resolved scenario compared with
+    /// the base's, so that a value written as the scenario has it (`0.1s` for `100ms`) is no
+    /// change. A key that cannot be set alone (the scenario is not valid with it) counts as a
+    /// change. What [`tie::choose`] counts among points the seeds cannot tell apart.
+    pub fn changed_keys(&self, point: usize) -> Result<Vec<usize>, SweepError> {
+        let configs = SweepConfigs {
+            pinned: &self.configs,
+            reading: None,
+        };
+        let resolved = |overrides: &[Override]| {
+            load_with_configs(
+                &self.scenario_text,
+                &self.scenario_path,
+                overrides,
+                &configs,
+            )
+            .map(|scenario| scenario.to_resolved_toml())
+        };
+        let fixed = self.overrides(None, &[]);
+        let base = resolved(&fixed).map_err(SweepError::Scenario)?;
+        // The point's overrides are the fixed ones, then one per axis, in order.
+        let of_point = self.overrides(Some(point), &[]);
+        Ok((0..self.axes.len())
+            .filter(|&axis| {
+                let mut alone = fixed.clone();
+                alone.push(of_point[fixed.len() + axis].clone());
+                resolved(&alone).map_or(true, |text| text != base)
+            })
+            .collect())
     }
 
     /// The scenario of a point, reduced to the tuned policy, with the `[uncertain]` inputs as

@@ -8,8 +8,9 @@
 //! `{ distribution = "pareto", scale = "10ms", alpha = 2.5 }`; or one as dashboards and logs
 //! have it: quantiles ([`quantiles`]), Prometheus histogram buckets ([`buckets`]), measured
 //! samples ([`samples`]), or a mixture of any of these (`{ mixture = [{ weight = 0.9, value =
-//! "2ms" }, { weight = 0.1, distribution = "exponential", mean = "40ms" }] }`). The serde
-//! form, and its checks, are in [`table`].
+//! "2ms" }, { weight = 0.1, distribution = "exponential", mean = "40ms" }] }`). Any table may
+//! add `scale_by = 1.3`, which multiplies every draw ([`Scaled`]). The serde form, and its
+//! checks, are in [`table`].
 //!
 //! The lognormal is parameterised by its mean (so that capacity, `workers / mean`, reads
 //! directly off the file) and by `sigma`, the standard deviation of its logarithm, which sets
@@ -75,7 +76,24 @@ pub enum Distribution {
     Samples(Arc<Samples>),
     /// One of several distributions, chosen by weight.
     Mixture(Arc<Mixture>),
+    /// Another distribution's draws times a factor (`scale_by` on any table form).
+    Scaled(Arc<Scaled>),
 }
+
+/// `scale_by`: every draw of `inner` multiplied by `factor`, so that a service time can be
+/// uncertain as a whole (`[uncertain]` draws the factor) whatever its form: a histogram or
+/// quantiles, whose tables have no one parameter to vary, included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scaled {
+    /// The factor, above 0 and at most [`MAX_SCALE_BY`].
+    pub factor: f64,
+    /// The distribution scaled.
+    pub inner: Distribution,
+}
+
+/// The largest `scale_by`: a service time a thousand times the one measured is a different
+/// system, not an uncertain one.
+pub const MAX_SCALE_BY: f64 = 1000.0;
 
 /// A mixture: a categorical draw chooses a component, which then draws.
 #[derive(Debug, Clone, PartialEq)]
@@ -160,6 +178,7 @@ impl Distribution {
                 .normalised()
                 .map(|(weight, component)| weight * component.mean_micros())
                 .sum(),
+            Distribution::Scaled(scaled) => scaled.factor * scaled.inner.mean_micros(),
         }
     }
 
@@ -182,6 +201,7 @@ impl Distribution {
                 .normalised()
                 .map(|(weight, component)| weight * component.least_mean_micros())
                 .sum(),
+            Distribution::Scaled(scaled) => scaled.factor * scaled.inner.least_mean_micros(),
             _ => self.mean_micros(),
         }
     }
@@ -219,6 +239,8 @@ impl Distribution {
             Distribution::Histogram(histogram) => histogram.curve().inverse(stream.unit()),
             Distribution::Samples(samples) => return samples.sample(stream),
             Distribution::Mixture(mixture) => return mixture.sample(stream),
+            // The inner draw, in whole microseconds, times the factor.
+            Distribution::Scaled(scaled) => scaled.inner.sample(stream) as f64 * scaled.factor,
         };
         // Round half up (values are never negative); `as` saturates, so a sample beyond u64
         // (impossible for sane parameters) stays finite.
@@ -329,6 +351,13 @@ impl fmt::Display for Distribution {
                     about(self.mean_micros())
                 )
             }
+            Distribution::Scaled(scaled) => write!(
+                f,
+                "{} x {} (mean {})",
+                scaled.inner,
+                round3(scaled.factor),
+                about(self.mean_micros())
+            ),
         }
     }
 }
@@ -453,6 +482,37 @@ mod tests {
             let message = parse(text).unwrap_err();
             assert!(message.contains(expected), "{text}: {message}");
         }
+    }
+
+    /// `scale_by` multiplies every draw and the mean, on any form: an exponential of mean 10ms
+    /// scaled by 1.3 has mean 13ms exactly (1.3 x 10,000 µs), quantiles scaled by 2 twice the
+    /// unscaled mean, and each draw is the unscaled draw from the same stream, rounded to whole
+    /// microseconds, times the factor, rounded. The scaled form writes back as it was read; a
+    /// factor of 0 or above 1000 is refused.
+    #[test]
+    fn scale_by_multiplies_every_draw_and_the_mean() {
+        let scaled =
+            parse(r#"{ distribution = "exponential", mean = "10ms", scale_by = 1.3 }"#).unwrap();
+        assert_eq!(scaled.mean_micros(), 13_000.0);
+        let unscaled = parse(r#"{ quantiles = { p50 = "20ms", p99 = "250ms" } }"#).unwrap();
+        let doubled =
+            parse(r#"{ quantiles = { p50 = "20ms", p99 = "250ms" }, scale_by = 2.0 }"#).unwrap();
+        assert_eq!(doubled.mean_micros(), 2.0 * unscaled.mean_micros());
+        let (mut a, mut b) = (
+            Stream::new(9, Purpose::Limit),
+            Stream::new(9, Purpose::Limit),
+        );
+        for _ in 0..1000 {
+            let draw = unscaled.sample(&mut a);
+            assert_eq!(doubled.sample(&mut b), 2 * draw);
+        }
+        let written = toml::to_string(&Holder { d: doubled.clone() }).unwrap();
+        assert!(written.contains("scale_by = 2.0"), "{written}");
+        assert_eq!(toml::from_str::<Holder>(&written).unwrap().d, doubled);
+        assert_eq!(
+            parse(r#"{ value = "10ms", scale_by = 0 }"#).unwrap_err(),
+            "scale_by = 0 is out of range; valid: above 0 and at most 1000, a factor every draw is multiplied by"
+        );
     }
 
     #[test]

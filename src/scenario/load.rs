@@ -15,6 +15,7 @@ use std::str::FromStr;
 use toml_edit::{DocumentMut, InlineTable, Item, Table, TableLike, Value};
 
 use super::incident::resolve_incident;
+use super::switch::{remove, switch_at};
 use super::topology::resolve_defaults;
 use super::validate::validate;
 use super::{DEFAULT_POLICY_NAME, ImportPart, Imported, ImportedFleet, Overrides, Scenario};
@@ -400,17 +401,23 @@ impl<'a> Source<'a> {
                     ),
                 });
             }
-            let value = item
-                .value
-                .parse::<Value>()
-                .unwrap_or_else(|_| Value::from(item.value.as_str()));
-            set(document.as_item_mut(), &path, &value).map_err(|message| ScenarioError {
+            let at_override = |message| ScenarioError {
                 location: Location::Override {
                     path: label.to_string(),
                     text: format!("{} {item}", item.flag),
                 },
                 message,
-            })?;
+            };
+            // `off` removes the control or table the key reaches ([`super::switch`]).
+            if let Some(parts) = switch_at(&path, &item.value).map_err(at_override)? {
+                remove(document.as_item_mut(), &path[..parts]).map_err(at_override)?;
+                continue;
+            }
+            let value = item
+                .value
+                .parse::<Value>()
+                .unwrap_or_else(|_| Value::from(item.value.as_str()));
+            set(document.as_item_mut(), &path, &value).map_err(at_override)?;
         }
         let edited = document.to_string();
         let original: Vec<&str> = text.lines().collect();
@@ -807,7 +814,7 @@ fn set_in_table(
 /// (`service.api.workers`). Without one the rest of the path applies to every entry. Entries
 /// that are `controls` (`kinds`) can only be selected: a control has no nested tables, so a
 /// part that names no control is a kind the policy lacks.
-fn split_index<'p, 'k>(
+pub(super) fn split_index<'p, 'k>(
     path: &'p [&'k str],
     names: &[Option<String>],
     kinds: bool,
@@ -843,7 +850,7 @@ fn split_index<'p, 'k>(
 
 /// What selects a table of an array by name: its `name`, or for a control its `kind`
 /// (`policy.0.controls.retry-budget.percent`).
-fn name_of(table: &dyn TableLike) -> Option<String> {
+pub(super) fn name_of(table: &dyn TableLike) -> Option<String> {
     table
         .get("name")
         .or_else(|| table.get("kind"))?
@@ -852,7 +859,7 @@ fn name_of(table: &dyn TableLike) -> Option<String> {
 }
 
 /// Whether `table` is a client control: selected by its `kind`, as it has no `name`.
-fn is_control(table: &dyn TableLike) -> bool {
+pub(super) fn is_control(table: &dyn TableLike) -> bool {
     table.get("name").is_none() && table.get("kind").is_some()
 }
 

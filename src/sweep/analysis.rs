@@ -8,7 +8,8 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
-use super::{ResultRow, SweepSpec};
+use super::{ResultRow, SweepSpec, number};
+use crate::scenario::{Scenario, switch};
 use crate::vocabulary::metric::Better;
 
 /// `value` oriented so that lower is always better; undefined (NaN) is worse than anything,
@@ -225,14 +226,35 @@ pub enum Edge {
 /// value is the smallest or the largest tried: the best may lie beyond. Not when the value is
 /// a smallest 0 (no setting goes below zero), nor when a point of `identical` (the points with
 /// the same results as `point`, itself included) has another value of the key: there the key
-/// changes nothing, so going further would not either.
-pub fn edges(spec: &SweepSpec, point: usize, identical: &[usize]) -> Vec<(usize, Edge)> {
+/// changes nothing, so going further would not either. Nor when the value switches its
+/// feature off (`disables(axis, value)`: `off`, a limit of a million): nothing lies beyond it;
+/// an `off` among a key's numbers counts as its end where the feature does least
+/// ([`switch::off_as_number`]), so the number next to it is no edge either.
+pub fn edges(
+    spec: &SweepSpec,
+    point: usize,
+    identical: &[usize],
+    disables: impl Fn(usize, &str) -> bool,
+) -> Vec<(usize, Edge)> {
     let values = spec.point_values(point);
     spec.axes
         .iter()
         .enumerate()
         .filter_map(|(index, axis)| {
-            let numbers = axis.numbers()?;
+            if disables(index, values[index]) {
+                return None;
+            }
+            let numbers: Vec<f64> = axis
+                .values
+                .iter()
+                .map(|value| {
+                    if switch::off_at(&axis.key, value) {
+                        Some(switch::off_as_number(&axis.key))
+                    } else {
+                        number(value)
+                    }
+                })
+                .collect::<Option<_>>()?;
             let at = axis
                 .values
                 .iter()
@@ -253,6 +275,15 @@ pub fn edges(spec: &SweepSpec, point: usize, identical: &[usize]) -> Vec<(usize,
             }
         })
         .collect()
+}
+
+/// Whether `value` of grid key `axis` switches its feature off at a point whose scenario is
+/// `scenario`: `off` where a key takes it, or a number that does nothing there
+/// ([`switch::disables`]: a limit of a million, an ejection percent that ejects no instance).
+pub fn disables(spec: &SweepSpec, scenario: Option<&Scenario>, axis: usize, value: &str) -> bool {
+    let key = &spec.axes[axis].key;
+    switch::off_at(key, value)
+        || number(value).is_some_and(|number| switch::disables(key, number, scenario))
 }
 
 #[cfg(test)]
@@ -409,15 +440,58 @@ mod tests {
             "policy.jitter=none,full",
         ]);
         // Point 0: base 200ms (inside), max_attempts 0 (a smallest 0), jitter none.
-        assert_eq!(edges(&grid, 0, &[0]), []);
+        let never = |_: usize, _: &str| false;
+        assert_eq!(edges(&grid, 0, &[0], never), []);
         // Point 4 + 2 + 1 = 7: base 50ms (smallest), max_attempts 3 (largest), full.
         assert_eq!(
-            edges(&grid, 7, &[7]),
+            edges(&grid, 7, &[7], never),
             [(0, Edge::Smallest), (1, Edge::Largest)]
         );
         // Point 10: base 1s (largest), max_attempts 3 (largest), none; identical to point 8
         // (base 1s, max_attempts 0), so max_attempts changes nothing there.
         assert_eq!(grid.point_values(8), ["1s", "0", "none"]);
-        assert_eq!(edges(&grid, 10, &[8, 10]), [(0, Edge::Largest)]);
+        assert_eq!(edges(&grid, 10, &[8, 10], never), [(0, Edge::Largest)]);
+    }
+
+    /// A value that switches its feature off is no edge: `off`, a rate limit of a million (the
+    /// stand-in for none), or a `max_ejection_percent` that ejects nothing: with 4 instances an
+    /// ejection needs 25%, so 20% ejects none (20 x 4 < 100) and 30% one. `off` among a key's
+    /// values stands beyond the largest (no budget), so a budget's largest number, 20, is no
+    /// edge, while its smallest, 10, is; for `max_ejection_percent` it stands at 0.
+    #[test]
+    fn a_value_that_switches_its_feature_off_is_no_edge() {
+        let grid = spec(&[
+            "service.api.rate_limit.rate=500,1000,1000000",
+            "policy.controls.retry-budget.percent=off,10,20",
+            "service.api.fleet.outlier_detection.max_ejection_percent=off,20,30",
+        ]);
+        let scenario = crate::import::load_str(
+            "name = \"s\"\nduration = \"1s\"\n[clients]\ncount = 10\nrate = 1.0\n[[service]]\nname = \"api\"\nworkers = 1\nservice_time = \"1ms\"\nfleet = { instances = 4, outlier_detection = {} }\n",
+            "test.toml",
+            &[],
+        )
+        .unwrap();
+        let disabled = |axis: usize, value: &str| disables(&grid, Some(&scenario), axis, value);
+        // Point (2, 0, 1): a million, off, 20%: each switches its feature off.
+        let point = 2 * 9 + 1;
+        assert_eq!(grid.point_values(point), ["1000000", "off", "20"]);
+        assert_eq!(edges(&grid, point, &[point], disabled), []);
+        // Point (1, 2, 2): 1000 is inside, 20 next to off, 30% the largest.
+        let point = 9 + 2 * 3 + 2;
+        assert_eq!(grid.point_values(point), ["1000", "20", "30"]);
+        assert_eq!(
+            edges(&grid, point, &[point], disabled),
+            [(2, Edge::Largest)]
+        );
+        // Point (0, 1, 2): 500 the smallest limit, 10 the smallest budget.
+        let point = 3 + 2;
+        assert_eq!(grid.point_values(point), ["500", "10", "30"]);
+        assert_eq!(
+            edges(&grid, point, &[point], disabled),
+            [(0, Edge::Smallest), (1, Edge::Smallest), (2, Edge::Largest)]
+        );
+        // Without the scenario only a percent of 0 is known to eject nothing.
+        assert!(!disables(&grid, None, 2, "20"));
+        assert!(disables(&grid, None, 2, "0"));
     }
 }

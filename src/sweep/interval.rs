@@ -130,7 +130,7 @@ const Z_975: f64 = 1.959_964;
 
 /// The 97.5% quantile of Student's t with `df` degrees of freedom; beyond the table, the
 /// Cornish-Fisher expansion around the normal quantile (within 0.01% for df > 30).
-fn t_quantile(df: usize) -> f64 {
+pub(super) fn t_quantile(df: usize) -> f64 {
     match df {
         0 => f64::NAN,
         1..=30 => T_975[df - 1],

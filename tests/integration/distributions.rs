@@ -233,3 +233,44 @@ fn a_sweep_pins_its_data_files() {
     let manifest = std::fs::read_to_string(out.join("pinned-data-sweep/sweep.json")).unwrap();
     assert_contains(&manifest, &["\"configs\"", "lat.txt", "4\\n5\\n6\\n"]);
 }
+
+/// `scale_by` on a histogram service time, drawn by `[uncertain]`: each replication draws its
+/// own factor (a Latin hypercube over 4 runs puts one in each quarter of 0.8 to 1.3, so all
+/// differ), and the service time of that run is the histogram's with its mean times the
+/// factor, exactly. No file of copies of the histogram is needed.
+#[test]
+fn an_uncertain_scale_by_varies_a_histograms_service_time_across_replications() {
+    let histogram = r#"{ histogram = [{ le = "5ms", count = 50 }, { le = "20ms", count = 95 }, { le = "+Inf", count = 100 }], max = "100ms" }"#;
+    let text = format!(
+        "{}\n[risk]\nreplications = 4\n\n[uncertain]\n\"upstream.service_time.scale_by\" = {{ uniform = [0.8, 1.3] }}\n",
+        with_service_time(histogram)
+    );
+    let scenario = load_str(&text, "scenarios/d.toml", &[]).unwrap();
+    let unscaled = service_time(&with_service_time(histogram), &[]).mean_micros();
+    let draws = retrystorm::scenario::uncertain::UncertainDraws::new(
+        &scenario.uncertain,
+        |_| false,
+        4,
+        scenario.seed,
+    );
+    let mut factors: Vec<f64> = (0..4)
+        .map(|run| {
+            let [(key, value)] = draws.of_run(run).try_into().unwrap();
+            let factor: f64 = value.parse().unwrap();
+            let drawn = service_time(&text, &[Override::set(&key, &value)]);
+            assert_eq!(drawn.mean_micros(), factor * unscaled, "{value}");
+            factor
+        })
+        .collect();
+    // The reference's `--set upstream.service_time.scale_by=1.3`.
+    let set = service_time(
+        &with_service_time(histogram),
+        &[Override::set("upstream.service_time.scale_by", "1.3")],
+    );
+    assert_eq!(set.mean_micros(), 1.3 * unscaled);
+    factors.sort_by(f64::total_cmp);
+    for (quarter, factor) in factors.iter().enumerate() {
+        let low = 0.8 + 0.125 * quarter as f64;
+        assert!((low..=low + 0.125).contains(factor), "{factors:?}");
+    }
+}

@@ -38,6 +38,7 @@ mod scenario_errors;
 mod server_failures;
 mod support;
 mod sweep_command;
+mod switches;
 mod tier_policies;
 mod time_advances;
 mod topologies;

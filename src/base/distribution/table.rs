@@ -4,7 +4,7 @@
 //! `quantiles`, `histogram`, `samples`, `mixture`, or `value` alone (a constant, as a
 //! mixture's component most naturally writes one); every other key must belong to that form,
 //! and an error says which key does not and what to write. A mixture's components are tables
-//! of the same form with a `weight`.
+//! of the same form with a `weight`. Every form may add `scale_by`, a factor on every draw.
 //!
 //! `histogram` and `samples` may name a file (`histogram = "latency-buckets.csv"`): the
 //! scenario loader reads it, relative to the scenario file, and writes its contents inline
@@ -23,7 +23,7 @@ use super::buckets::{Bucket, Histogram, bound, parse_bound};
 use super::curve::Tail;
 use super::quantiles::Quantiles;
 use super::samples::{Samples, Unit};
-use super::{Distribution, Mixture, PARETO_DEFAULT_FACTOR, quantile_sigma};
+use super::{Distribution, MAX_SCALE_BY, Mixture, PARETO_DEFAULT_FACTOR, Scaled, quantile_sigma};
 
 /// The most components of a mixture.
 pub const MAX_COMPONENTS: usize = 100;
@@ -66,6 +66,9 @@ pub(super) struct Table {
     median: Option<Duration>,
     #[serde(skip_serializing_if = "Option::is_none")]
     p99: Option<Duration>,
+    /// Any form: every draw times this.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    scale_by: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, Serialize)]
@@ -368,9 +371,18 @@ impl Table {
     }
 
     /// The distribution this table describes (without a `weight`).
-    pub(super) fn into_distribution(self) -> Result<Distribution, String> {
+    pub(super) fn into_distribution(mut self) -> Result<Distribution, String> {
         if self.weight.is_some() {
             return Err("`weight` belongs to the components of a `mixture`".into());
+        }
+        if let Some(factor) = self.scale_by.take() {
+            if !(factor > 0.0 && factor <= MAX_SCALE_BY) {
+                return Err(format!(
+                    "scale_by = {factor} is out of range; valid: above 0 and at most {MAX_SCALE_BY}, a factor every draw is multiplied by"
+                ));
+            }
+            let inner = self.into_distribution()?;
+            return Ok(Distribution::Scaled(Arc::new(Scaled { factor, inner })));
         }
         let (needs, optional, shape) = self.form()?;
         if let Some((name, present)) = self
@@ -637,6 +649,10 @@ impl Distribution {
                         .collect(),
                 ),
                 ..Table::default()
+            },
+            Distribution::Scaled(scaled) => Table {
+                scale_by: Some(scaled.factor),
+                ..scaled.inner.table()
             },
         }
     }
