@@ -104,7 +104,7 @@ fn without_failures_each_operation_succeeds_once_per_attempt_and_adds_up_to_the_
 /// The card network failing half its requests fails only payments, the one operation whose
 /// path reaches it: a balance check never fails and is never retried, so its success rate
 /// and amplification are exactly 1, while a payment is retried (amplification above 1) and
-/// fails when all 3 attempts fail (about 1/8 of payments, so its success rate is below 1).
+/// fails when all its 3 attempts fail, which some do (its success rate is below 1).
 /// The operations' counts still add up to the run's: operations, successes, attempts and
 /// unknown results.
 #[test]
