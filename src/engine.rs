@@ -919,7 +919,13 @@ impl<'a, O: Observer> Engine<'a, O> {
             now: 0,
             events,
             lanes,
-            recorder: Recorder::new(model.bucket, model.duration),
+            recorder: Recorder::new(model.bucket, model.duration).by_operation(
+                model
+                    .users
+                    .endpoints
+                    .iter()
+                    .map(|endpoint| endpoint.name.as_str()),
+            ),
             open_arrivals: match model.users.workload {
                 Arrivals::Open {
                     mean_gap_us,

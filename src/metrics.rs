@@ -1,6 +1,7 @@
 //! What a run adds up to: a policy's [`Summary`] from its [`Measurements`] (success, load,
 //! latency, the incident's peaks and goodput, recovery) and each service's
-//! [`ServiceSummary`]: the layer above the engine, which only counts.
+//! [`ServiceSummary`], and with two operations or more each operation's [`OperationSummary`]:
+//! the layer above the engine, which only counts.
 //!
 //! The incident matters to several of them: the trigger (a capacity drop, a declared load
 //! spike: see [`crate::scenario::incident`]) is the [`Incident`] window; `recovery_s` counts from
@@ -10,11 +11,14 @@
 //! in the peak after the incident and a collapse in the goodput during it. The metrics' names,
 //! units and directions are [`crate::vocabulary::metric`]'s.
 
+use crate::base::histogram::Histogram;
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
-use crate::engine::counters::Measurements;
+use crate::engine::counters::{Measurements, OperationCounts};
 use crate::vocabulary::counts::{BucketCounts, HealthCounts, IntentCounts};
 use crate::vocabulary::metric::baseline::Baseline;
-use crate::vocabulary::metric::{Incident, Recovery, ServiceSummary, Summary, Window};
+use crate::vocabulary::metric::{
+    Incident, OperationSummary, Recovery, ServiceSummary, Summary, Window,
+};
 
 impl Measurements {
     /// The summary of these measurements.
@@ -31,8 +35,13 @@ impl Measurements {
                 numerator as f64 / operations as f64
             }
         };
-        let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
         let seconds = |micros: Micros| micros as f64 / MICROS_PER_SECOND as f64;
+        let [mean_ms, p50_ms, p99_ms, max_ms] = latencies(
+            &self.total_latency,
+            self.latency_sum_us,
+            self.latency_max_us,
+            succeeded,
+        );
         let (start, end) = incident.window.unwrap_or((0, Some(0)));
         let end = end.unwrap_or(Micros::MAX);
         let during = self.window(start, end);
@@ -49,10 +58,10 @@ impl Measurements {
             duplicate_writes: total(|b| b.duplicate_writes),
             unknown_results: total(|b| b.unknown_results),
             timeouts: total(|b| b.timeouts),
-            mean_ms: (succeeded > 0).then(|| to_ms(self.latency_sum_us as f64 / succeeded as f64)),
-            p50_ms: self.total_latency.quantile(0.5).map(to_ms),
-            p99_ms: self.total_latency.quantile(0.99).map(to_ms),
-            max_ms: (succeeded > 0).then(|| to_ms(self.latency_max_us as f64)),
+            mean_ms,
+            p50_ms,
+            p99_ms,
+            max_ms,
             // A peak over no bucket is 0: nothing was sent.
             peak_incident_rps: if incident.window.is_some() {
                 during.peak_attempts_rps.max(0.0)
@@ -81,6 +90,11 @@ impl Measurements {
                 succeeded,
                 manual_retries: 0,
             }),
+            by_operation: self
+                .by_operation
+                .iter()
+                .map(|counts| counts.summary(incident.duration))
+                .collect(),
         }
     }
 
@@ -174,6 +188,59 @@ impl Measurements {
     }
 }
 
+impl OperationCounts {
+    /// The operation's summary, for arrivals that lasted `duration`: its ratios as the run's.
+    fn summary(&self, duration: Micros) -> OperationSummary {
+        let ratio = |numerator: u64| {
+            if self.operations == 0 {
+                0.0
+            } else {
+                numerator as f64 / self.operations as f64
+            }
+        };
+        let [mean_ms, p50_ms, p99_ms, max_ms] = latencies(
+            &self.latency,
+            self.latency_sum_us,
+            self.latency_max_us,
+            self.succeeded,
+        );
+        OperationSummary {
+            name: self.name.clone(),
+            operations: self.operations,
+            succeeded: self.succeeded,
+            success_rate: ratio(self.succeeded),
+            goodput_rps: self.succeeded as f64
+                / (duration as f64 / MICROS_PER_SECOND as f64).max(1e-9),
+            attempts: self.attempts,
+            status_checks: self.status_checks,
+            amplification: ratio(self.attempts + self.status_checks),
+            duplicate_writes: self.duplicate_writes,
+            unknown_results: self.unknown_results,
+            mean_ms,
+            p50_ms,
+            p99_ms,
+            max_ms,
+        }
+    }
+}
+
+/// The mean, median, 99th percentile and slowest of `succeeded` latencies, in ms, from their
+/// `histogram`, `sum_us` and `max_us`: all undefined without a success.
+fn latencies(
+    histogram: &Histogram,
+    sum_us: u128,
+    max_us: Micros,
+    succeeded: u64,
+) -> [Option<f64>; 4] {
+    let to_ms = |micros: f64| micros / MICROS_PER_MS as f64;
+    [
+        (succeeded > 0).then(|| to_ms(sum_us as f64 / succeeded as f64)),
+        histogram.quantile(0.5).map(to_ms),
+        histogram.quantile(0.99).map(to_ms),
+        (succeeded > 0).then(|| to_ms(max_us as f64)),
+    ]
+}
+
 impl Measurements {
     /// Each service's summary, in the model's order.
     pub fn service_summaries(&self) -> Vec<ServiceSummary> {
@@ -243,7 +310,7 @@ mod tests {
     /// Measurements of 1 s `buckets`, whose health series has one step per bucket.
     fn measurements(buckets: Vec<BucketCounts>) -> Measurements {
         let mut recorder = Recorder::new(MICROS_PER_SECOND, MICROS_PER_SECOND);
-        recorder.operation_started();
+        recorder.operation_started(0);
         let mut measurements = recorder.finish(Vec::new(), &[], 0);
         measurements.health_step = MICROS_PER_SECOND;
         measurements.health = buckets.iter().map(health_of).collect();

@@ -181,6 +181,8 @@ pub enum Arrivals {
 /// An endpoint, with what the engine needs of it precomputed.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
+    /// The operation's name (`[[clients.operations]]`'s `name`).
+    pub name: String,
     /// Sum of the weights of this endpoint and those before it.
     pub cumulative_weight: f64,
     /// The method is idempotent (RFC 9110).
@@ -616,6 +618,7 @@ impl Model {
             .map(|operation| {
                 cumulative_weight += *operation.weight.get_ref();
                 Endpoint {
+                    name: operation.name.get_ref().clone(),
                     cumulative_weight,
                     idempotent_method: is_idempotent_method(operation.method.get_ref()),
                     idempotency_key: policy.idempotency_key.unwrap_or(operation.idempotency_key),

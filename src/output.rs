@@ -29,8 +29,9 @@ use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::baseline::Baseline;
 use crate::vocabulary::metric::{
-    INSTANCE_METRICS, INTENT_METRICS, METRICS, SERVICE_METRICS, ServiceSummary,
-    TOPOLOGY_SERVICE_METRICS, Unit, format_summary_metric, metric_names,
+    INSTANCE_METRICS, INTENT_METRICS, METRICS, OPERATION_METRICS, OperationSummary,
+    SERVICE_METRICS, ServiceSummary, TOPOLOGY_SERVICE_METRICS, Unit, format_summary_metric,
+    metric_names,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -333,7 +334,8 @@ pub fn summary_csv(run: &ScenarioRun) -> Vec<u8> {
 
 /// A JSON array with one object per policy: every summary metric (`null` where it is undefined,
 /// and for a recovery that never came), the events processed, failures by reason, when users
-/// retry by hand the intents' metrics ([`INTENT_METRICS`]) as `intents`, and the upstream's
+/// retry by hand the intents' metrics ([`INTENT_METRICS`]) as `intents`, with two operations or
+/// more each operation's block as `per_operation` ([`operation_block`]), and the upstream's
 /// block, or for a topology each service's ([`service_block`]).
 pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
     let policies: Vec<Value> = run
@@ -366,6 +368,10 @@ pub fn summary_json(run: &ScenarioRun) -> Vec<u8> {
                     })
                     .collect();
                 object.insert("intents".into(), Value::Object(intents));
+            }
+            if !policy.summary.by_operation.is_empty() {
+                let blocks = policy.summary.by_operation.iter().map(operation_block);
+                object.insert("per_operation".into(), Value::Array(blocks.collect()));
             }
             let topology = run.has_topology();
             let blocks = policy
@@ -401,6 +407,18 @@ fn baseline_block(baseline: &Baseline) -> Value {
         "retry_share": json_value(Unit::Number, baseline.retry_share()),
         "unhealthy": baseline.unhealthy,
     })
+}
+
+/// An operation's block in `summary.json`'s `per_operation` list: its name and every metric of
+/// [`OPERATION_METRICS`], written as the run's of the same name.
+fn operation_block(operation: &OperationSummary) -> Value {
+    let mut block = Map::new();
+    block.insert("operation".into(), json!(operation.name));
+    for metric in &OPERATION_METRICS {
+        let value = (metric.value)(operation);
+        block.insert(metric.name.into(), json_value(metric.of_run().unit, value));
+    }
+    Value::Object(block)
 }
 
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its

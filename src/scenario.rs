@@ -1137,6 +1137,16 @@ impl Scenario {
             .collect()
     }
 
+    /// The names of the clients' operations, in the file's order: what a metric's name may
+    /// name (`success_rate:pay`).
+    pub fn operation_names(&self) -> Vec<&str> {
+        self.clients
+            .operations
+            .iter()
+            .map(|operation| operation.name.get_ref().as_str())
+            .collect()
+    }
+
     /// The index in [`Scenario::services`] of the service the clients call.
     pub fn entry(&self) -> usize {
         let named = self.clients.calls.as_ref().map(|name| name.get_ref());

@@ -727,12 +727,13 @@ impl SweepSpec {
         let services = service_names(&base);
         let sizes = tuned_sizes(&base, &self.policy);
         let shapes = shapes_of(&sizes);
+        let operations = base.operation_names();
         for (requirement, text) in requirements.iter().zip(&self.requirements) {
-            NamedMetric::resolve(&requirement.metric, &shapes)
+            NamedMetric::resolve(&requirement.metric, &shapes, &operations)
                 .map_err(|error| definition(format!("--require {text}: {error}")))?;
         }
-        let objective = self.objective(&shapes)?;
-        let asked = asked_columns(&self.asked_names(), &shapes);
+        let objective = self.objective(&shapes, &operations)?;
+        let asked = asked_columns(&self.asked_names(), &shapes, &operations);
         if let Some(tuned) = base
             .policy
             .iter()
@@ -811,7 +812,8 @@ impl SweepSpec {
     }
 
     /// Builds point `point` with `draws` of the `[uncertain]` inputs (`drawn` in words), checks
-    /// that it has the base's `services` and the instances the `asked` metrics name, and
+    /// that it has the base's `services` and the instances and operations the `asked` metrics
+    /// name, and
     /// returns the cost of one simulation of it.
     fn check_point(
         &self,
@@ -837,12 +839,15 @@ impl SweepSpec {
         }
         // And the instances the asked metrics name (a grid may resize a fleet).
         let sizes = tuned_sizes(&scenario, &self.policy);
+        let operations = scenario.operation_names();
         for metric in asked {
-            NamedMetric::resolve(&metric.name, &shapes_of(&sizes)).map_err(|error| {
-                definition(format!(
-                    "{at}: {error}; every point must have the fleets and instances the requirements and the objective name"
-                ))
-            })?;
+            NamedMetric::resolve(&metric.name, &shapes_of(&sizes), &operations).map_err(
+                |error| {
+                    definition(format!(
+                        "{at}: {error}; every point must have the fleets, instances and operations the requirements and the objective name"
+                    ))
+                },
+            )?;
         }
         let mut cost = Estimate::of(&scenario, 1).policies;
         Ok(cost.pop().expect("a point has the tuned policy"))
@@ -853,7 +858,11 @@ impl SweepSpec {
     pub fn columns(&self) -> Result<Vec<NamedMetric>, SweepError> {
         let base = self.base_scenario()?;
         let sizes = tuned_sizes(&base, &self.policy);
-        let asked = asked_columns(&self.asked_names(), &shapes_of(&sizes));
+        let asked = asked_columns(
+            &self.asked_names(),
+            &shapes_of(&sizes),
+            &base.operation_names(),
+        );
         Ok(NamedMetric::all(&service_names(&base))
             .into_iter()
             .chain(asked)
@@ -873,7 +882,11 @@ impl SweepSpec {
     /// The metric of `--minimize` or `--maximize`, with the direction asked for. A metric
     /// better the other way is refused: minimising the success rate recommends the worst
     /// point. A metric without a direction (`operations`, `served@db`) takes the flag's.
-    fn objective(&self, services: &[ServiceShape]) -> Result<Option<NamedMetric>, SweepError> {
+    fn objective(
+        &self,
+        services: &[ServiceShape],
+        operations: &[&str],
+    ) -> Result<Option<NamedMetric>, SweepError> {
         let (flag, name, better) = match (&self.minimize, &self.maximize) {
             (Some(_), Some(_)) => {
                 return Err(SweepError::Definition(
@@ -884,7 +897,7 @@ impl SweepSpec {
             (None, Some(name)) => ("--maximize", name, Better::Higher),
             (None, None) => return Ok(None),
         };
-        let metric = NamedMetric::resolve(name, services)
+        let metric = NamedMetric::resolve(name, services, operations)
             .map_err(|error| SweepError::Definition(format!("{flag}: {error}")))?;
         let (way, other) = match metric.better {
             Better::Higher => ("higher", "--maximize"),
@@ -940,14 +953,19 @@ fn shell_word(word: &str) -> String {
     }
 }
 
-/// The metrics of `names` that a sweep records only when asked ([`NamedMetric::of_fleet`]:
-/// a fleet's, an instance's), each once, in the order named; names that do not resolve are left
-/// out (the sweep refused them when it was prepared).
-fn asked_columns(names: &[String], services: &[ServiceShape]) -> Vec<NamedMetric> {
+/// The metrics of `names` that a sweep records only when asked
+/// ([`NamedMetric::only_when_asked`]: a fleet's, an instance's, an intent's, an operation's),
+/// each once, in the order named; names that do not resolve are left out (the sweep refused
+/// them when it was prepared).
+fn asked_columns(
+    names: &[String],
+    services: &[ServiceShape],
+    operations: &[&str],
+) -> Vec<NamedMetric> {
     let mut asked: Vec<NamedMetric> = Vec::new();
     for name in names {
-        if let Ok(metric) = NamedMetric::resolve(name, services)
-            && metric.of_fleet()
+        if let Ok(metric) = NamedMetric::resolve(name, services, operations)
+            && metric.only_when_asked()
             && !asked.iter().any(|known| known.name == metric.name)
         {
             asked.push(metric);

@@ -746,34 +746,8 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
             row
         })
         .collect();
-    let widths: Vec<usize> = (0..header.len())
-        .map(|column| {
-            rows.iter()
-                .map(|row| row[column].chars().count())
-                .chain([header[column].len()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(column, (cell, width))| {
-                if column == 0 {
-                    format!("{cell:<width$}")
-                } else {
-                    format!("{cell:>width$}")
-                }
-            })
-            .collect();
-        writeln!(io::stdout(), "  {}", padded.join("  "))
-    };
-    line(header.iter().map(String::as_str).collect())?;
-    for row in &rows {
-        line(row.iter().map(String::as_str).collect())?;
-    }
+    print_columns(&header, &rows, 1)?;
+    print_operations(run)?;
     // What each tier does: a tier retries only if its file (or an import) says so.
     let tiers = effective_policies(&run.scenario).tiers;
     if !tiers.is_empty() {
@@ -812,6 +786,86 @@ fn print_table(run: &ScenarioRun, folder: &Path, formats: &[Format]) -> io::Resu
     };
     writeln!(io::stdout(), "  charts: {charts}")?;
     Ok(failed_claims)
+}
+
+/// Prints `header` and `rows` as aligned columns, indented, the first `left` columns to the left
+/// and the others (numbers) to the right.
+fn print_columns(header: &[String], rows: &[Vec<String>], left: usize) -> io::Result<()> {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|column| {
+            rows.iter()
+                .map(|row| row[column].chars().count())
+                .chain([header[column].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &[String]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(column, (cell, width))| {
+                if column < left {
+                    format!("{cell:<width$}")
+                } else {
+                    format!("{cell:>width$}")
+                }
+            })
+            .collect();
+        writeln!(io::stdout(), "  {}", padded.join("  "))
+    };
+    line(header)?;
+    for row in rows {
+        line(row)?;
+    }
+    Ok(())
+}
+
+/// With two operations or more, each policy's results per operation (`summary.json`'s
+/// `per_operation`): what the users of each got, and the load each put on the system.
+fn print_operations(run: &ScenarioRun) -> io::Result<()> {
+    if run
+        .policies
+        .iter()
+        .all(|policy| policy.summary.by_operation.is_empty())
+    {
+        return Ok(());
+    }
+    writeln!(io::stdout(), "  per operation:")?;
+    let header = [
+        "policy",
+        "operation",
+        "operations",
+        "success",
+        "amplif.",
+        "dup.writes",
+        "unknown",
+        "p50 ms",
+        "p99 ms",
+    ]
+    .map(String::from);
+    let latency = |ms: Option<f64>| ms.map_or_else(|| "-".into(), |ms| format!("{ms:.1}"));
+    let rows: Vec<Vec<String>> = run
+        .policies
+        .iter()
+        .flat_map(|policy| {
+            policy.summary.by_operation.iter().map(|operation| {
+                vec![
+                    policy.name.clone(),
+                    operation.name.clone(),
+                    operation.operations.to_string(),
+                    format!("{:.2}%", operation.success_rate * 100.0),
+                    format!("{:.3}", operation.amplification),
+                    operation.duplicate_writes.to_string(),
+                    operation.unknown_results.to_string(),
+                    latency(operation.p50_ms),
+                    latency(operation.p99_ms),
+                ]
+            })
+        })
+        .collect();
+    print_columns(&header, &rows, 2)
 }
 
 fn print_stats(run: &ScenarioRun, wall: Duration) -> io::Result<()> {

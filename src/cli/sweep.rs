@@ -36,7 +36,8 @@ pub struct SweepArgs {
     policy: Option<String>,
     /// A requirement on a point's mean over seeds, METRIC OP VALUE (>=, <=, >, <, ==, !=);
     /// repeatable. METRIC is a summary metric, METRIC@SERVICE for one service of a topology,
-    /// busiest_share@SERVICE for a fleet, or METRIC@SERVICE#K for its instance K. A point whose value is undefined on some seed (no incident, nothing
+    /// busiest_share@SERVICE for a fleet, METRIC@SERVICE#K for its instance K, or
+    /// METRIC:OPERATION for one operation of several. A point whose value is undefined on some seed (no incident, nothing
     /// succeeded) or never (a recovery that never came) meets it only if it ends in
     /// `or undefined` or `or never`. Example: --require 'success_rate>=0.995' --require
     /// 'recovery_s<=5 or never' --require 'amplification@db<=2'

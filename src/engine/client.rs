@@ -79,7 +79,7 @@ impl<O: Observer> Engine<'_, O> {
         streak: u16,
     ) -> Key {
         self.unfinished += 1;
-        self.recorder.operation_started();
+        self.recorder.operation_started(endpoint);
         let deadline = match self.model.users.policy.deadline {
             Deadline::Budget(budget) => self.now + budget,
             Deadline::Propagate | Deadline::PropagateAtMost(_) | Deadline::Unbounded => NO_DEADLINE,
@@ -384,7 +384,12 @@ impl<O: Observer> Engine<'_, O> {
             .operations
             .get_mut(key)
             .expect("a live operation sends");
-        let (index, call_id, client) = (operation.attempt, operation.id, operation.client);
+        let (index, call_id, client, endpoint) = (
+            operation.attempt,
+            operation.id,
+            operation.client,
+            operation.endpoint,
+        );
         let identity = request_identity(call_id, index, status_check);
         operation.live_attempts += 1;
         let hedge = !status_check && hedged;
@@ -399,18 +404,7 @@ impl<O: Observer> Engine<'_, O> {
         };
         // The entry service's callers are the users: their counts are its (`Recorder::finish`).
         if from_user {
-            let counts = self.recorder.at(now);
-            if status_check {
-                counts.status_checks += 1;
-            } else {
-                counts.attempts += 1;
-                if index == 0 {
-                    counts.first_attempts += 1;
-                } else {
-                    counts.retries += 1;
-                }
-                self.recorder.attempt_sent(now, index == 0);
-            }
+            self.recorder.sent(now, endpoint, status_check, index == 0);
         } else {
             self.services[usize::from(service)]
                 .counts(now)
@@ -875,15 +869,17 @@ impl<O: Observer> Engine<'_, O> {
     fn succeed(&mut self, key: Key) -> (Option<Micros>, NextStep) {
         let operation = self.operations.get(key).expect("live operation");
         if !operation.downstream {
-            self.recorder.succeeded(operation.start, self.now);
+            self.recorder
+                .succeeded(operation.start, self.now, operation.endpoint);
         }
         self.finish(key, true);
         (None, NextStep::Success)
     }
 
     pub(super) fn fail(&mut self, key: Key, reason: FailureReason) -> (Option<Micros>, NextStep) {
-        if !self.operations.get(key).expect("live operation").downstream {
-            self.recorder.failed(self.now, reason);
+        let operation = self.operations.get(key).expect("live operation");
+        if !operation.downstream {
+            self.recorder.failed(self.now, reason, operation.endpoint);
         }
         self.finish(key, false);
         (None, NextStep::Stop(reason))

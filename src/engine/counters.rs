@@ -7,6 +7,11 @@
 //! engine. Every count is attributed to the bucket of the simulated time at which it happened:
 //! an attempt to the bucket in which it was sent, an operation's success or failure to the
 //! bucket in which it ended, a duplicate write to the bucket in which it was committed.
+//!
+//! A scenario of two operations or more is also counted per operation, over the whole run
+//! ([`OperationCounts`]): mixed traffic takes different paths, and one operation's failures
+//! hide in the run's sums. With one operation those counts would be the run's own, so none is
+//! kept: the per-operation counting is one length check on an empty list.
 
 use std::collections::BTreeMap;
 
@@ -253,6 +258,49 @@ impl ServiceMeasurements {
     }
 }
 
+/// One operation's counts over a run, in a scenario of two operations or more.
+#[derive(Debug, Clone)]
+pub struct OperationCounts {
+    /// The operation's name.
+    pub name: String,
+    /// Operations of it started.
+    pub operations: u64,
+    /// Of them, those that succeeded.
+    pub succeeded: u64,
+    /// Requests its clients sent: first attempts and retries.
+    pub attempts: u64,
+    /// Status-endpoint requests its clients sent.
+    pub status_checks: u64,
+    /// Writes beyond the first of one of its logical operations, at any service.
+    pub duplicate_writes: u64,
+    /// Of its operations, those that ended with their outcome unknown.
+    pub unknown_results: u64,
+    /// Latency of its successful operations.
+    pub latency: Histogram,
+    /// Sum of those latencies, for an exact mean.
+    pub latency_sum_us: u128,
+    /// The slowest of them.
+    pub latency_max_us: Micros,
+}
+
+impl OperationCounts {
+    /// Nothing counted yet for the operation `name`.
+    fn new(name: &str) -> OperationCounts {
+        OperationCounts {
+            name: name.to_string(),
+            operations: 0,
+            succeeded: 0,
+            attempts: 0,
+            status_checks: 0,
+            duplicate_writes: 0,
+            unknown_results: 0,
+            latency: Histogram::new(TOTAL_PRECISION),
+            latency_sum_us: 0,
+            latency_max_us: 0,
+        }
+    }
+}
+
 /// Everything one simulation of one policy measured.
 #[derive(Debug, Clone)]
 pub struct Measurements {
@@ -291,6 +339,9 @@ pub struct Measurements {
     pub peak_attempts_in_flight: u64,
     /// The users' intents, when they retry by hand (else each operation is one).
     pub intents: Option<IntentCounts>,
+    /// Each operation's counts, in the scenario's order, with two operations or more (else
+    /// empty: the run's counts are the operation's).
+    pub by_operation: Vec<OperationCounts>,
 }
 
 /// The engine's handle for counting the users' side.
@@ -317,6 +368,8 @@ pub struct Recorder {
     peak_attempts_in_flight: u64,
     /// The users' intents, when they retry by hand.
     intents: Option<IntentCounts>,
+    /// Each operation's counts, with two operations or more (else empty).
+    by_operation: Vec<OperationCounts>,
 }
 
 impl Recorder {
@@ -340,7 +393,26 @@ impl Recorder {
             peak_operations_in_flight: 0,
             peak_attempts_in_flight: 0,
             intents: None,
+            by_operation: Vec::new(),
         }
+    }
+
+    /// The recorder, counting each of `operations` (the operations' names, in the scenario's
+    /// order) apart too if there are two or more.
+    pub fn by_operation<'a>(
+        mut self,
+        operations: impl ExactSizeIterator<Item = &'a str>,
+    ) -> Recorder {
+        if operations.len() > 1 {
+            self.by_operation = operations.map(OperationCounts::new).collect();
+        }
+        self
+    }
+
+    /// The counts of operation `operation`, if operations are counted apart.
+    #[inline]
+    fn operation(&mut self, operation: u16) -> Option<&mut OperationCounts> {
+        self.by_operation.get_mut(usize::from(operation))
     }
 
     /// The users' intents, counted from now on (users who retry by hand).
@@ -363,7 +435,7 @@ impl Recorder {
 
     /// A user's client sent an attempt at `t`: its operation's first, or a retry.
     #[inline]
-    pub fn attempt_sent(&mut self, t: Micros, first: bool) {
+    fn attempt_sent(&mut self, t: Micros, first: bool) {
         if let Some(counts) = self.health_at(t) {
             if first {
                 counts.first_attempts += 1;
@@ -373,15 +445,58 @@ impl Recorder {
         }
     }
 
-    /// An operation started.
+    /// An operation of `operation` (its index among the scenario's operations) started.
     #[inline]
-    pub fn operation_started(&mut self) {
+    pub fn operation_started(&mut self, operation: u16) {
         self.operations += 1;
+        if let Some(counts) = self.operation(operation) {
+            counts.operations += 1;
+        }
     }
 
-    /// An operation that started at `start` succeeded at `end`.
-    pub fn succeeded(&mut self, start: Micros, end: Micros) {
+    /// A user's client sent a request of an operation of `operation` at `t`: a status check,
+    /// or an attempt, its operation's `first` or a retry.
+    #[inline]
+    pub fn sent(&mut self, t: Micros, operation: u16, status_check: bool, first: bool) {
+        let counts = self.at(t);
+        if status_check {
+            counts.status_checks += 1;
+        } else {
+            counts.attempts += 1;
+            if first {
+                counts.first_attempts += 1;
+            } else {
+                counts.retries += 1;
+            }
+            self.attempt_sent(t, first);
+        }
+        if let Some(counts) = self.operation(operation) {
+            if status_check {
+                counts.status_checks += 1;
+            } else {
+                counts.attempts += 1;
+            }
+        }
+    }
+
+    /// A write beyond the first of a logical operation of `operation` was committed at `t`.
+    #[inline]
+    pub fn duplicate_write(&mut self, t: Micros, operation: u16) {
+        self.at(t).duplicate_writes += 1;
+        if let Some(counts) = self.operation(operation) {
+            counts.duplicate_writes += 1;
+        }
+    }
+
+    /// An operation of `operation` that started at `start` succeeded at `end`.
+    pub fn succeeded(&mut self, start: Micros, end: Micros, operation: u16) {
         let latency = end - start;
+        if let Some(counts) = self.operation(operation) {
+            counts.succeeded += 1;
+            counts.latency.record(latency);
+            counts.latency_sum_us += u128::from(latency);
+            counts.latency_max_us = counts.latency_max_us.max(latency);
+        }
         self.at(end).succeeded += 1;
         if let Some(counts) = self.health_at(end) {
             counts.succeeded += 1;
@@ -397,13 +512,16 @@ impl Recorder {
         self.latency_max_us = self.latency_max_us.max(latency);
     }
 
-    /// An operation ended without success at `end`, for `reason`.
-    pub fn failed(&mut self, end: Micros, reason: FailureReason) {
+    /// An operation of `operation` ended without success at `end`, for `reason`.
+    pub fn failed(&mut self, end: Micros, reason: FailureReason, operation: u16) {
         let counts = self.at(end);
         counts.failed += 1;
         counts.failures[reason.index()] += 1;
         if reason.is_unknown_outcome() {
             counts.unknown_results += 1;
+            if let Some(counts) = self.operation(operation) {
+                counts.unknown_results += 1;
+            }
         }
         if let Some(counts) = self.health_at(end) {
             counts.failed += 1;
@@ -496,6 +614,7 @@ impl Recorder {
             peak_operations_in_flight: self.peak_operations_in_flight,
             peak_attempts_in_flight: self.peak_attempts_in_flight,
             intents: self.intents,
+            by_operation: self.by_operation,
         }
     }
 }
@@ -534,12 +653,13 @@ mod tests {
     #[test]
     fn failures_are_counted_by_reason() {
         let mut recorder = Recorder::new(MICROS_PER_SECOND, MICROS_PER_SECOND);
-        recorder.failed(10, FailureReason::Decision(StopReason::MaxAttempts));
+        recorder.failed(10, FailureReason::Decision(StopReason::MaxAttempts), 0);
         recorder.failed(
             2 * MICROS_PER_SECOND,
             FailureReason::Decision(StopReason::MaxAttempts),
+            0,
         );
-        recorder.failed(20, FailureReason::StatusUnknown);
+        recorder.failed(20, FailureReason::StatusUnknown, 0);
         let measurements = recorder.finish(Vec::new(), &[], 0);
         assert_eq!(
             measurements.failures().into_iter().collect::<Vec<_>>(),

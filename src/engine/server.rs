@@ -553,9 +553,8 @@ impl<'a, O: Observer> Engine<'a, O> {
     fn commit_write(&mut self, id: ServiceId, operation_key: Key) {
         let now = self.now;
         let operation = self.operations.get(operation_key).expect("live operation");
-        let (logical, endpoint) = (self.logical(operation_key, operation), operation.endpoint);
-        let endpoint = &self.model.users.endpoints[usize::from(endpoint)];
-        if endpoint.idempotent_method {
+        let (logical, index) = (self.logical(operation_key, operation), operation.endpoint);
+        if self.model.users.endpoints[usize::from(index)].idempotent_method {
             return;
         }
         let model = self.services[usize::from(id)].model;
@@ -571,7 +570,7 @@ impl<'a, O: Observer> Engine<'a, O> {
         // A user who pressed again may be charged twice whatever keys the presses carried.
         let intent = self.intent_of(logical);
         if self.store(id).record_write(intent) {
-            self.recorder.at(now).duplicate_writes += 1;
+            self.recorder.duplicate_write(now, index);
             self.service(id).counts(now).duplicate_writes += 1;
         }
     }

@@ -229,7 +229,7 @@ pub fn load_with_configs(
             super::validate::validate_claims_of_policy(
                 &scenario.expect,
                 policy.name.get_ref(),
-                &overridden.service_shapes(),
+                (&overridden.service_shapes(), &overridden.operation_names()),
                 &scenario.service_shapes(),
             )
             .map_err(|(span, message)| source.error_at(span, &message))?;

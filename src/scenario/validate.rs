@@ -842,18 +842,18 @@ fn validate_overload(service: &Service) -> Result<(), Problem> {
 /// The claims on `policy` (or against it) name metrics of the services as `policy` runs them,
 /// `services`, its overrides applied: an instance past the fleet's last, or a fleet the
 /// overrides made one instance, is refused at the claim (saying so where the overrides changed
-/// the scenario's fleets, `scenario`).
+/// the scenario's fleets, `scenario`); its `operations` are the names a claim may give.
 pub(super) fn validate_claims_of_policy(
     claims: &[Spanned<Expect>],
     policy: &str,
-    services: &[ServiceShape],
+    (services, operations): (&[ServiceShape], &[&str]),
     scenario: &[ServiceShape],
 ) -> Result<(), Problem> {
     for spanned in claims {
         let claim = spanned.get_ref();
         let names_it = claim.policy == policy || claim.better_than.as_deref() == Some(policy);
         if names_it && claim.window.is_none() {
-            NamedMetric::resolve(&claim.metric, services).map_err(|message| {
+            NamedMetric::resolve(&claim.metric, services, operations).map_err(|message| {
                 let message = if services == scenario {
                     message
                 } else {
@@ -892,6 +892,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
         ))
     };
     let services = scenario.service_shapes();
+    let operations = scenario.operation_names();
     for spanned in &scenario.expect {
         let (claim, span) = (spanned.get_ref(), spanned.span());
         known(&claim.policy, span.clone())?;
@@ -929,7 +930,7 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
         if !windowed {
             check_name(&claim.metric).map_err(|message| (span.clone(), message))?;
             if plain {
-                NamedMetric::resolve(&claim.metric, &services)
+                NamedMetric::resolve(&claim.metric, &services, &operations)
                     .map_err(|message| (span.clone(), message))?;
             }
         }

@@ -273,8 +273,8 @@ const SERVICE_RELATIONS: [ServiceRelation; 2] = [
 ];
 
 /// Checks one row's metrics, as `results.csv` writes them in the order of `columns` (the run's
-/// [`METRICS`], then each service's [`SERVICE_METRICS`], service by service, then the fleets'
-/// and instances' metrics the sweep asked for): each a value its metric takes, and every
+/// [`METRICS`], then each service's [`SERVICE_METRICS`], service by service, then the fleets',
+/// instances', intents' and operations' metrics the sweep asked for): each a value its metric takes, and every
 /// relation between the run's and each service's. The message names the columns and their
 /// values.
 pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), String> {
@@ -292,10 +292,10 @@ pub fn check_metrics(texts: &[String], columns: &[NamedMetric]) -> Result<(), St
             value
         });
     }
-    // The services' blocks end where the fleets' and instances' metrics asked for begin.
+    // The services' blocks end where the metrics asked for (a fleet's, an operation's) begin.
     let blocks_end = columns
         .iter()
-        .position(NamedMetric::of_fleet)
+        .position(NamedMetric::only_when_asked)
         .unwrap_or(columns.len());
     let (run, services) = all[..blocks_end].split_at(METRICS.len());
     let values: Values = run.try_into().expect("the run's metrics come first");

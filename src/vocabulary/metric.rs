@@ -17,8 +17,8 @@ use crate::vocabulary::counts::{
 };
 
 pub use named::{
-    AT, INSTANCE, NamedMetric, ServiceShape, WINDOW_METRICS, check_name, claim_direction,
-    direction, domain, metric_value,
+    AT, INSTANCE, NamedMetric, OPERATION, ServiceShape, WINDOW_METRICS, check_name,
+    claim_direction, direction, domain, metric_value,
 };
 
 /// One policy's results in a few numbers. [`METRICS`] says what each means.
@@ -70,6 +70,43 @@ pub struct Summary {
     /// The users' intents: with presses by hand, each spans several operations; without,
     /// each is one.
     pub intents: IntentCounts,
+    /// Each operation's results, in the scenario's order, with two operations or more (else
+    /// empty: the run's are the operation's).
+    pub by_operation: Vec<OperationSummary>,
+}
+
+/// One operation's results, in a scenario of two operations or more: the run's metrics of the
+/// users' side that one operation has on its own ([`OPERATION_METRICS`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct OperationSummary {
+    /// The operation's name.
+    pub name: String,
+    /// Operations of it started.
+    pub operations: u64,
+    /// Of them, those that succeeded.
+    pub succeeded: u64,
+    /// `succeeded / operations`.
+    pub success_rate: f64,
+    /// Of them, those that succeeded per second of arrivals.
+    pub goodput_rps: f64,
+    /// Requests its clients sent: first attempts and retries.
+    pub attempts: u64,
+    /// Status-endpoint requests its clients sent.
+    pub status_checks: u64,
+    /// `(attempts + status_checks) / operations`.
+    pub amplification: f64,
+    /// Writes beyond the first of one of its logical operations.
+    pub duplicate_writes: u64,
+    /// Of its operations, those that ended with their outcome unknown.
+    pub unknown_results: u64,
+    /// Mean latency of its successful operations, ms.
+    pub mean_ms: Option<f64>,
+    /// Their median latency, ms.
+    pub p50_ms: Option<f64>,
+    /// Their 99th percentile latency, ms.
+    pub p99_ms: Option<f64>,
+    /// The slowest of them, ms.
+    pub max_ms: Option<f64>,
 }
 
 /// How long the system took to recover from its incident.
@@ -409,6 +446,83 @@ pub const INTENT_METRICS: [Metric; 5] = [
             }
         },
         meaning: "Requests the service received per intent: the SDK's retries and the users' presses multiplied.",
+    },
+];
+
+/// A metric of the run that each operation has too, named `METRIC:OPERATION` ([`named`]) in a
+/// scenario of two operations or more: its unit, domain, direction and meaning are the run's
+/// metric's of the same name ([`OperationMetric::of_run`]), its value the operation's.
+#[derive(Debug, Clone, Copy)]
+pub struct OperationMetric {
+    /// The name, the run's metric's.
+    pub name: &'static str,
+    /// Its value for one operation: NaN where undefined.
+    pub value: fn(&OperationSummary) -> f64,
+}
+
+impl OperationMetric {
+    /// The run's metric of the same name, whose unit, domain, direction and meaning it has.
+    pub fn of_run(&self) -> &'static Metric {
+        metric(self.name).expect("an operation's metric is one of the run's")
+    }
+}
+
+/// The run's metrics each operation has, in the order of its entry in `summary.json`'s
+/// `per_operation` list (which is written from this table): what its users started, what
+/// succeeded and how fast, the load it put on the system and the writes it duplicated. The
+/// others are the system's (the incident's peaks, recovery, wasted work) or per attempt.
+pub const OPERATION_METRICS: [OperationMetric; 13] = [
+    OperationMetric {
+        name: "operations",
+        value: |o| o.operations as f64,
+    },
+    OperationMetric {
+        name: "succeeded",
+        value: |o| o.succeeded as f64,
+    },
+    OperationMetric {
+        name: "success_rate",
+        value: |o| o.success_rate,
+    },
+    OperationMetric {
+        name: "goodput_rps",
+        value: |o| o.goodput_rps,
+    },
+    OperationMetric {
+        name: "attempts",
+        value: |o| o.attempts as f64,
+    },
+    OperationMetric {
+        name: "status_checks",
+        value: |o| o.status_checks as f64,
+    },
+    OperationMetric {
+        name: "amplification",
+        value: |o| o.amplification,
+    },
+    OperationMetric {
+        name: "duplicate_writes",
+        value: |o| o.duplicate_writes as f64,
+    },
+    OperationMetric {
+        name: "unknown_results",
+        value: |o| o.unknown_results as f64,
+    },
+    OperationMetric {
+        name: "mean_ms",
+        value: |o| o.mean_ms.unwrap_or(f64::NAN),
+    },
+    OperationMetric {
+        name: "p50_ms",
+        value: |o| o.p50_ms.unwrap_or(f64::NAN),
+    },
+    OperationMetric {
+        name: "p99_ms",
+        value: |o| o.p99_ms.unwrap_or(f64::NAN),
+    },
+    OperationMetric {
+        name: "max_ms",
+        value: |o| o.max_ms.unwrap_or(f64::NAN),
     },
 ];
 

@@ -23,6 +23,7 @@ mod incidents;
 mod lessons;
 mod links;
 mod manual_retries;
+mod operation_metrics;
 mod output_folders;
 mod overload;
 mod proxies;

@@ -3,7 +3,9 @@
 //! named service, `METRIC@SERVICE` (`amplification@db`), one of a fleet's ([`FLEET_METRICS`])
 //! at a service run as several instances (`busiest_share@api`), or one of an instance's
 //! ([`INSTANCE_METRICS`]) at instance K of a fleet, from 0, `METRIC@SERVICE#K`
-//! (`refused@api#0`).
+//! (`refused@api#0`); or, in a scenario of two operations or more, one of an operation's
+//! ([`OPERATION_METRICS`]) for the operation of that name, `METRIC:OPERATION`
+//! (`success_rate:pay`).
 //!
 //! The key question of a topology is what one tier sees: how much the retries above it multiply
 //! the load on the database, how long its queue gets, how much of its work is wasted. Those
@@ -17,10 +19,18 @@
 //! `wasted_work_s`), and a sweep's files keep their columns. A fleet's and its instances' exist
 //! wherever the service is a fleet, a scenario of one service included: which instance a bad
 //! host is, and how much of the load it drew, is no number of the run's.
+//!
+//! An operation's metrics are the run's of the users' side, counted for one operation: mixed
+//! traffic takes different paths (a payment through the card network, a balance read that
+//! never reaches it), and an outage on one path shows as a share of the run's failures that
+//! says nothing of which users saw them. With one operation its numbers are the run's own, so
+//! only a scenario of two operations or more has them; like a fleet's, a sweep records those it
+//! is asked for, so that its columns stay the same.
 
 use super::{
     Better, Domain, FLEET_METRICS, INSTANCE_METRICS, INTENT_METRICS, METRICS, Metric,
-    SERVICE_METRICS, ServiceSummary, Summary, Unit, format_value, intent_metric, metric,
+    OPERATION_METRICS, OperationMetric, SERVICE_METRICS, ServiceSummary, Summary, Unit,
+    format_value, intent_metric, metric,
 };
 use crate::base::suggest::did_you_mean;
 use crate::vocabulary::counts::InstanceTotals;
@@ -31,9 +41,14 @@ pub const AT: char = '@';
 /// Between a fleet's name and one of its instances: `refused@api#0`.
 pub const INSTANCE: char = '#';
 
+/// Between an operation's metric and the operation's name: `success_rate:pay`.
+pub const OPERATION: char = ':';
+
 /// Characters a user might put between a service's metric and the service instead of [`AT`]
 /// (`amplification_db`, `amplification.db`): a name written so gets `METRIC@SERVICE` suggested.
-const LOOKALIKES: [char; 5] = ['_', '.', ':', '/', '-'];
+/// Not [`OPERATION`]: `amplification:db` is read as an operation's metric, and the scenario's
+/// service `db` suggested where it has no such operation.
+const LOOKALIKES: [char; 4] = ['_', '.', '/', '-'];
 
 /// A service as a metric's name may name it: its name and its instances (1 outside a fleet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +78,8 @@ enum Source {
     Service(&'static Metric<ServiceSummary>, String),
     /// An instance's, at the instance of this index of the fleet of this name.
     Instance(&'static Metric<InstanceTotals>, String, usize),
+    /// An operation's, for the operation of this name.
+    Operation(&'static OperationMetric, String),
 }
 
 /// A metric a sweep, a requirement or a claim names, checked against the scenario: its name as
@@ -87,12 +104,14 @@ enum Parsed<'a> {
     Service(&'static Metric<ServiceSummary>, &'a str),
     Fleet(&'static Metric<ServiceSummary>, &'a str),
     Instance(&'static Metric<InstanceTotals>, &'a str, usize),
+    Operation(&'static OperationMetric, &'a str),
 }
 
 impl Parsed<'_> {
     fn properties(self) -> (Domain, Better) {
         match self {
             Parsed::Run(metric) => (metric.domain, metric.better),
+            Parsed::Operation(metric, _) => (metric.of_run().domain, metric.of_run().better),
             Parsed::Service(metric, _) | Parsed::Fleet(metric, _) => (metric.domain, metric.better),
             Parsed::Instance(metric, _, _) => (metric.domain, metric.better),
         }
@@ -137,11 +156,23 @@ impl NamedMetric {
         }
     }
 
+    /// An operation's metric for `operation`: the run's metric's unit, domain and direction.
+    fn of_operation(metric: &'static OperationMetric, operation: &str) -> NamedMetric {
+        let run = metric.of_run();
+        NamedMetric {
+            name: format!("{}{OPERATION}{operation}", metric.name),
+            unit: run.unit,
+            domain: run.domain,
+            better: run.better,
+            source: Source::Operation(metric, operation.to_string()),
+        }
+    }
+
     /// Every metric of a run whose services are `services` (in the scenario's order), in the
     /// order of a sweep's `results.csv`: the run's, then, with two services or more, each
     /// service's, service by service. A fleet's and an instance's metrics are not among them
     /// (a fleet of a thousand instances would add thousands): a sweep records those it is
-    /// asked for.
+    /// asked for, and so does it an operation's.
     pub fn all(services: &[&str]) -> Vec<NamedMetric> {
         let mut all: Vec<NamedMetric> = METRICS.iter().map(NamedMetric::of_run).collect();
         if services.len() > 1 {
@@ -156,9 +187,14 @@ impl NamedMetric {
         all
     }
 
-    /// The metric called `name` in a run whose services are `services`; the error says what
-    /// would be valid, with the nearest spelling of the metric and of the service.
-    pub fn resolve(name: &str, services: &[ServiceShape]) -> Result<NamedMetric, String> {
+    /// The metric called `name` in a run whose services are `services` and operations
+    /// `operations` (their names, in the scenario's order); the error says what would be valid,
+    /// with the nearest spelling of the metric, of the service and of the operation.
+    pub fn resolve(
+        name: &str,
+        services: &[ServiceShape],
+        operations: &[&str],
+    ) -> Result<NamedMetric, String> {
         let names: Vec<&str> = services.iter().map(|service| service.name).collect();
         let fleets: Vec<String> = services
             .iter()
@@ -253,6 +289,32 @@ impl NamedMetric {
                 }
                 Ok(NamedMetric::of_instance(metric, service, index))
             }
+            Parsed::Operation(metric, operation) => {
+                if operations.len() < 2 {
+                    return Err(format!(
+                        "`{name}`: an operation's metrics (METRIC{OPERATION}OPERATION) are those of a scenario of two [[clients.operations]] or more; this scenario has one ({}), whose numbers are the run's own metrics (`{}` and the others in summary.csv)",
+                        operations.join(", "),
+                        metric.name
+                    ));
+                }
+                if !operations.contains(&operation) {
+                    // `amplification:db`: a service's metric, `:` for `@`.
+                    let near = did_you_mean(operation, operations.iter().copied())
+                        .map(|near| format!("{}{OPERATION}{near}", metric.name))
+                        .or_else(|| {
+                            (names.contains(&operation) && service_metric(metric.name).is_some())
+                                .then(|| format!("{}{AT}{operation}", metric.name))
+                        });
+                    let hint = near
+                        .map(|near| format!(" (did you mean `{near}`?)"))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "`{name}`: the scenario has no operation `{operation}`{hint}; its operations: {}",
+                        operations.join(", ")
+                    ));
+                }
+                Ok(NamedMetric::of_operation(metric, operation))
+            }
         }
     }
 
@@ -267,25 +329,30 @@ impl NamedMetric {
             Source::Instance(metric, name, index) => find(name)
                 .and_then(|service| service.instances.get(*index))
                 .map_or(f64::NAN, metric.value),
+            Source::Operation(metric, name) => summary
+                .by_operation
+                .iter()
+                .find(|operation| operation.name == *name)
+                .map_or(f64::NAN, metric.value),
         }
     }
 
     /// The service, for a service's, a fleet's or an instance's metric.
     pub fn service(&self) -> Option<&str> {
         match &self.source {
-            Source::Run(_) => None,
+            Source::Run(_) | Source::Operation(..) => None,
             Source::Service(_, service) | Source::Instance(_, service, _) => Some(service),
         }
     }
 
-    /// Whether it is a fleet's, an instance's or an intent's metric, which a sweep records
-    /// only when its requirements or its objective name it (they are not among
+    /// Whether it is a fleet's, an instance's, an intent's or an operation's metric, which a
+    /// sweep records only when its requirements or its objective name it (they are not among
     /// [`NamedMetric::all`]).
-    pub fn of_fleet(&self) -> bool {
+    pub fn only_when_asked(&self) -> bool {
         match &self.source {
             Source::Run(metric) => intent_metric(metric.name).is_some(),
             Source::Service(metric, _) => fleet_metric(metric.name).is_some(),
-            Source::Instance(..) => true,
+            Source::Instance(..) | Source::Operation(..) => true,
         }
     }
 
@@ -316,6 +383,9 @@ impl NamedMetric {
                     metric.meaning
                 )
             }
+            Source::Operation(metric, operation) => {
+                format!("of operation {operation}: {}", metric.of_run().meaning)
+            }
         }
     }
 }
@@ -335,6 +405,16 @@ fn instance_metric(name: &str) -> Option<&'static Metric<InstanceTotals>> {
     INSTANCE_METRICS.iter().find(|metric| metric.name == name)
 }
 
+/// The operation metric called `name`, if there is one.
+fn operation_metric(name: &str) -> Option<&'static OperationMetric> {
+    OPERATION_METRICS.iter().find(|metric| metric.name == name)
+}
+
+/// The names of an operation's metrics, in order.
+fn operation_names() -> impl Iterator<Item = &'static str> {
+    OPERATION_METRICS.iter().map(|metric| metric.name)
+}
+
 /// The names of an instance's metrics, in order.
 fn instance_names() -> impl Iterator<Item = &'static str> {
     INSTANCE_METRICS.iter().map(|metric| metric.name)
@@ -342,8 +422,9 @@ fn instance_names() -> impl Iterator<Item = &'static str> {
 
 /// What can be checked of a metric's name without the scenario: a run's metric, a service's
 /// or a fleet's metric followed by `@` and a service's name, or an instance's followed by `@`,
-/// a service's name, `#` and an index (the service and the index [`NamedMetric::resolve`]
-/// checks). The error suggests the nearest spelling: `amplification@db` for
+/// a service's name, `#` and an index, or an operation's followed by `:` and an operation's
+/// name (the service, the index and the operation [`NamedMetric::resolve`] checks). The error
+/// suggests the nearest spelling: `amplification@db` for
 /// `amplification_db`.
 pub fn check_name(name: &str) -> Result<(), String> {
     parse(name).map(|_| ())
@@ -362,6 +443,45 @@ fn parse(name: &str) -> Result<Parsed<'_>, String> {
         "for instance K (from 0) of a fleet METRIC{AT}SERVICE{INSTANCE}K, METRIC one of {}",
         instance_names().collect::<Vec<_>>().join(", ")
     );
+    let per_operation = format!(
+        "for one operation of a scenario of two or more METRIC{OPERATION}OPERATION, METRIC one of {}",
+        operation_names().collect::<Vec<_>>().join(", ")
+    );
+    // Before `@`: an operation's name may hold one.
+    if let Some((metric_name, operation)) = name
+        .split_once(OPERATION)
+        .filter(|(metric_name, _)| !metric_name.contains(AT))
+    {
+        if operation.is_empty() {
+            return Err(format!(
+                "`{name}` names no operation; write {metric_name}{OPERATION}OPERATION, with the operation's name"
+            ));
+        }
+        if let Some(metric) = operation_metric(metric_name) {
+            return Ok(Parsed::Operation(metric, operation));
+        }
+        if metric(metric_name)
+            .or_else(|| intent_metric(metric_name))
+            .is_some()
+        {
+            return Err(format!(
+                "`{name}`: `{metric_name}` is a metric of the whole run, not of one operation; {per_operation}"
+            ));
+        }
+        // `rejected_overload:db`: a service's metric, `:` for `@`.
+        let near = if service_metric(metric_name).is_some() || fleet_metric(metric_name).is_some() {
+            Some(format!("{metric_name}{AT}{operation}"))
+        } else {
+            did_you_mean(metric_name, operation_names())
+                .map(|near| format!("{near}{OPERATION}{operation}"))
+        };
+        let hint = near
+            .map(|near| format!(" (did you mean `{near}`?)"))
+            .unwrap_or_default();
+        return Err(format!(
+            "unknown operation metric `{metric_name}` in `{name}`{hint}; {per_operation}"
+        ));
+    }
     if let Some((metric_name, service)) = name.split_once(AT) {
         if service.is_empty() {
             return Err(format!(
@@ -406,7 +526,7 @@ fn parse(name: &str) -> Result<Parsed<'_>, String> {
         return Ok(Parsed::Run(metric));
     }
     let valid = format!(
-        "valid: {}; of the users' intents {}; and for one service of a topology METRIC{AT}SERVICE, METRIC one of {}; for a fleet METRIC{AT}SERVICE, METRIC one of {}; {per_instance}",
+        "valid: {}; of the users' intents {}; and for one service of a topology METRIC{AT}SERVICE, METRIC one of {}; for a fleet METRIC{AT}SERVICE, METRIC one of {}; {per_instance}; {per_operation}",
         METRICS
             .iter()
             .map(|metric| metric.name)
@@ -471,7 +591,12 @@ pub fn domain(name: &str) -> Option<Domain> {
 /// The value of the metric called `name` in a run, or `None` if it names no metric of it.
 pub fn metric_value(name: &str, summary: &Summary, services: &[ServiceSummary]) -> Option<f64> {
     let shapes: Vec<ServiceShape> = services.iter().map(ServiceShape::of_summary).collect();
-    NamedMetric::resolve(name, &shapes)
+    let operations: Vec<&str> = summary
+        .by_operation
+        .iter()
+        .map(|operation| operation.name.as_str())
+        .collect();
+    NamedMetric::resolve(name, &shapes, &operations)
         .ok()
         .map(|metric| metric.value(summary, services))
 }
@@ -517,7 +642,7 @@ mod tests {
     }
 
     fn resolve(name: &str, services: &[&str]) -> Result<NamedMetric, String> {
-        NamedMetric::resolve(name, &shapes(services, ("", 1)))
+        NamedMetric::resolve(name, &shapes(services, ("", 1)), &["read"])
     }
 
     fn refused(name: &str, services: &[&str]) -> String {
@@ -588,8 +713,9 @@ mod tests {
     #[test]
     fn instances_and_fleets_are_named_and_checked_against_the_fleet() {
         let upstream = shapes(&["upstream"], ("upstream", 10));
-        let refused_upstream = |name: &str| NamedMetric::resolve(name, &upstream).expect_err(name);
-        let dead = NamedMetric::resolve("refused@upstream#0", &upstream).unwrap();
+        let refused_upstream =
+            |name: &str| NamedMetric::resolve(name, &upstream, &[]).expect_err(name);
+        let dead = NamedMetric::resolve("refused@upstream#0", &upstream, &[]).unwrap();
         assert_eq!(
             (dead.unit, dead.better, dead.service()),
             (Unit::Count, Better::Lower, Some("upstream"))
@@ -598,10 +724,10 @@ mod tests {
             dead.meaning()
                 .starts_with("at instance 0 of service upstream: ")
         );
-        let share = NamedMetric::resolve("busiest_share@upstream", &upstream).unwrap();
+        let share = NamedMetric::resolve("busiest_share@upstream", &upstream, &[]).unwrap();
         assert_eq!((share.domain, share.better), (Domain::Share, Better::Lower));
-        assert!(share.of_fleet() && dead.of_fleet());
-        assert!(!resolve("requests@db", &CHAIN).unwrap().of_fleet());
+        assert!(share.only_when_asked() && dead.only_when_asked());
+        assert!(!resolve("requests@db", &CHAIN).unwrap().only_when_asked());
         assert_eq!(direction("requests@api#3"), Some(Better::Neither));
         assert_eq!(direction("requests@api"), Some(Better::Lower));
         assert_eq!(domain("ejected_s@api#0"), Some(Domain::NonNegative));
@@ -615,15 +741,15 @@ mod tests {
         );
         let chain = shapes(&CHAIN, ("api", 4));
         assert_eq!(
-            NamedMetric::resolve("busiest_share@db", &chain).unwrap_err(),
+            NamedMetric::resolve("busiest_share@db", &chain, &[]).unwrap_err(),
             "`busiest_share@db`: db is not a fleet (it runs as one instance, which is sent every request), and `busiest_share` is a fleet's metric; the scenario's fleets: api (4 instances)"
         );
         assert_eq!(
-            NamedMetric::resolve("refused@apx#1", &chain).unwrap_err(),
+            NamedMetric::resolve("refused@apx#1", &chain, &[]).unwrap_err(),
             "`refused@apx#1`: the scenario has no service `apx` (did you mean `refused@api#1`?); its services: edge, api, db"
         );
         assert!(
-            NamedMetric::resolve("queued@api#1", &chain)
+            NamedMetric::resolve("queued@api#1", &chain, &[])
                 .unwrap_err()
                 .starts_with("`queued@api#1`: `queued` is a metric of the whole service (queued@api), not of an instance; an instance's metrics: requests, served, refused, crashes, down_s, ejected_s")
         );
@@ -650,6 +776,48 @@ mod tests {
         );
         assert!(
             refused_upstream("refsued@upstream#0").contains("(did you mean `refused@upstream#0`?)")
+        );
+    }
+
+    /// An operation's metric is named `METRIC:OPERATION`, has the unit, values, direction and
+    /// meaning of the run's metric of that name, and is recorded by a sweep only when asked;
+    /// one of the whole run, or a service's written with `:`, is refused with what to write.
+    #[test]
+    fn operations_are_named_with_a_colon_and_take_the_runs_properties() {
+        let operations = ["pay", "balance"];
+        let services = shapes(&CHAIN, ("", 1));
+        for metric in &OPERATION_METRICS {
+            let named =
+                NamedMetric::resolve(&format!("{}:pay", metric.name), &services, &operations)
+                    .unwrap();
+            let run = metric.of_run();
+            assert_eq!(
+                (named.unit, named.domain, named.better),
+                (run.unit, run.domain, run.better)
+            );
+            assert!(named.only_when_asked() && named.service().is_none());
+        }
+        let rate = NamedMetric::resolve("success_rate:balance", &services, &operations).unwrap();
+        assert!(
+            rate.meaning()
+                .starts_with("of operation balance: Operations that succeeded")
+        );
+        assert_eq!(direction("p99_ms:pay"), Some(Better::Lower));
+        assert_eq!(domain("success_rate:pay"), Some(Domain::Share));
+        assert!(
+            check_name("success_rate:")
+                .unwrap_err()
+                .starts_with("`success_rate:` names no operation")
+        );
+        assert!(
+            check_name("recovery_s:pay")
+                .unwrap_err()
+                .starts_with("`recovery_s:pay`: `recovery_s` is a metric of the whole run, not of one operation; for one operation of a scenario of two or more METRIC:OPERATION, METRIC one of operations, succeeded, ")
+        );
+        assert!(
+            check_name("rejected_overload:db")
+                .unwrap_err()
+                .contains("(did you mean `rejected_overload@db`?)")
         );
     }
 
