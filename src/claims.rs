@@ -17,7 +17,9 @@ use crate::base::time::Micros;
 use crate::engine::counters::Measurements;
 use crate::run::{PolicyRun, ScenarioRun};
 use crate::scenario::{Expect, ExpectWindow};
-use crate::vocabulary::metric::{Better, claim_direction, metric_value};
+use crate::vocabulary::metric::{
+    Better, Recovery, UNHEALTHY_BEFORE, claim_direction, metric_value,
+};
 
 /// Whether a claim held, with the values it compared.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +30,9 @@ pub struct ClaimResult {
     pub value: f64,
     /// What it was compared with: the other policy's value, or the bound.
     pub against: f64,
+    /// `value` and `against` as printed ([`shown`]): a recovery undefined because the run was
+    /// unhealthy before its incident reads `unhealthy before`, not `undefined`.
+    pub shown: [String; 2],
     /// Whether it held.
     pub held: bool,
     /// Why the scenario claims it, if it says.
@@ -41,8 +46,8 @@ impl fmt::Display for ClaimResult {
             "{}: {} ({} against {})",
             if self.held { "held" } else { "did not hold" },
             self.claim,
-            number(self.value),
-            number(self.against)
+            self.shown[0],
+            self.shown[1]
         )
     }
 }
@@ -57,6 +62,20 @@ pub fn number(value: f64) -> String {
         format!("{value:.0}")
     } else {
         format!("{value:.3}")
+    }
+}
+
+/// A value of `metric` for `policy` as a claim prints it: [`number`], but `unhealthy before`
+/// for the whole run's `recovery_s` of a run unhealthy before its incident (undefined, as a
+/// recovery without an incident is, but for a reason the reader must see).
+fn shown(policy: &PolicyRun, claim: &Expect, value: f64) -> String {
+    let unhealthy = claim.window.is_none()
+        && claim.metric == "recovery_s"
+        && policy.summary.recovery_s == Recovery::UnhealthyBefore;
+    if unhealthy {
+        UNHEALTHY_BEFORE.to_string()
+    } else {
+        number(value)
     }
 }
 
@@ -120,28 +139,31 @@ pub fn window_metric(measurements: &Measurements, metric: &str, from: Micros, to
 fn check(run: &ScenarioRun, claim: &Expect) -> ClaimResult {
     let better = claim_direction(&claim.metric, claim.window.is_some())
         .expect("validated: claims name metrics");
-    let value = value(policy(run, &claim.policy), claim);
+    let claimed = policy(run, &claim.policy);
+    let value = value(claimed, claim);
     let margin = claim.margin.map_or(0.0, |margin| margin.get());
-    let (against, held) = if let Some(other) = &claim.better_than {
-        let against = self::value(policy(run, other), claim);
+    let (against, against_shown, held) = if let Some(other) = &claim.better_than {
+        let other = policy(run, other);
+        let against = self::value(other, claim);
         let held = match better {
             Better::Higher => value > against * (1.0 + margin),
             Better::Lower => value < against * (1.0 - margin),
             Better::Neither => false,
         };
-        (against, held)
+        (against, shown(other, claim, against), held)
     } else if let Some(bound) = claim.at_least {
-        (bound, value >= bound)
+        (bound, number(bound), value >= bound)
     } else {
         let bound = claim
             .at_most
             .expect("validated: a claim compares with something");
-        (bound, value <= bound)
+        (bound, number(bound), value <= bound)
     };
     ClaimResult {
         claim: describe(claim),
         value,
         against,
+        shown: [shown(claimed, claim, value), against_shown],
         held,
         why: claim.why.clone(),
     }

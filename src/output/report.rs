@@ -12,7 +12,7 @@ mod sweep;
 use std::fmt::Write as _;
 
 use crate::base::escape::html as escape;
-use crate::claims::{evaluate, number};
+use crate::claims::evaluate;
 use crate::output::charts::{Chart, ChartError, Charts, Format, MAX_INSTANCE_LINES};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
@@ -849,8 +849,8 @@ fn lesson(page: &mut String, run: &ScenarioRun) {
             if claim.held { "held" } else { "failed" },
             if claim.held { "held" } else { "did not hold" },
             escape(&claim.claim),
-            escape(&number(claim.value)),
-            escape(&number(claim.against)),
+            escape(&claim.shown[0]),
+            escape(&claim.shown[1]),
             claim
                 .why
                 .map_or_else(String::new, |why| format!(". {}", escape(&why)))

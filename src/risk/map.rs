@@ -295,6 +295,7 @@ fn picture(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> PhaseMap 
                     .map(|cell| PhaseCell {
                         runs: cell.runs,
                         recovered: cell.recovered,
+                        unhealthy_before: cell.unhealthy_before,
                         median_recovery_s: cell.median_recovery_s,
                     })
                     .collect(),
@@ -425,8 +426,17 @@ fn map_page(
     let _ = write!(page, "<h2>Summary</h2>\n<pre>{}</pre>\n", html(summary));
     let _ = write!(
         page,
-        "<figure>{}</figure>\n<p>Each cell's colour is the probability that the system recovers from the incident (healthy for good before the run ends); the thick line separates the cells that recover in at least half their runs from those that stay down. n is the cell's runs: cells near the boundary get more.</p>\n",
-        String::from_utf8_lossy(svg)
+        "<figure>{}</figure>\n<p>Each cell's colour is the probability that the system recovers from the incident (healthy for good before the run ends); the thick line separates the cells that recover in at least half their runs from those that stay down. n is the cell's runs: cells near the boundary get more.{}</p>\n",
+        String::from_utf8_lossy(svg),
+        if outcomes
+            .iter()
+            .flatten()
+            .any(|cell| cell.unhealthy_before > 0)
+        {
+            " A hatched cell holds runs that were unhealthy before the incident (u.b., counted after n): they did not recover, but no storm kept them down; the load was above what the system serves before the incident started."
+        } else {
+            ""
+        }
     );
     if !verdicts.is_empty() {
         page.push_str("<h2>Claims</h2>\n<ul class=\"claims\">\n");

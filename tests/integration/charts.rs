@@ -474,6 +474,7 @@ mod replications {
                             PhaseCell {
                                 runs,
                                 recovered,
+                                unhealthy_before: 0,
                                 median_recovery_s: None,
                             }
                         })
@@ -527,6 +528,28 @@ mod replications {
             phase_map_size(4).1 > phase_map_size(3).1,
             "four panels wrap to two rows"
         );
+    }
+
+    /// A cell whose runs were unhealthy before the incident is hatched and says how many
+    /// (`n=4, 3 u.b.`: 4 runs, 1 recovered, 3 unhealthy before), and the key explains the hatch;
+    /// the other cells read `n=4` as before. A map without such runs prints no `u.b.` at all.
+    #[test]
+    fn cells_unhealthy_before_the_incident_are_labelled_apart() {
+        let mut unhealthy = map((3, 2), &["three retries"], |_, _, _| (4, 1));
+        unhealthy.panels[0].cells[0].unhealthy_before = 3;
+        check(
+            |format| render_phase_map(&unhealthy, format).unwrap(),
+            phase_map_size(1),
+            &[
+                "n=4, 3 u.b.".into(),
+                "n=4".into(),
+                "hatched, u.b.: runs".into(),
+                "unhealthy before the".into(),
+            ],
+        );
+        let healthy = map((3, 2), &["three retries"], |_, _, _| (4, 1));
+        let svg = String::from_utf8(render_phase_map(&healthy, Format::Svg).unwrap()).unwrap();
+        assert!(!svg.contains("u.b."));
     }
 
     /// Cells that do not fill the axes, or an axis without values, are an error naming the

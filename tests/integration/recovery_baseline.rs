@@ -1,11 +1,13 @@
 //! Recovery relative to the health before the incident (`[recovery] rule`, issue 39): a run
 //! with injected errors recovers when it is back to its own baseline, a run whose load exceeds
-//! capacity before the incident reads `unhealthy before`, and a clean baseline changes
-//! nothing.
+//! capacity before the incident reads `unhealthy before` (in claims too), a clean baseline
+//! changes nothing, and replications count recovered, never recovered and unhealthy before
+//! apart.
 
+use retrystorm::claims::evaluate;
 use retrystorm::vocabulary::metric::{Recovery, UNHEALTHY_BEFORE, format_summary_metric, metric};
 
-use crate::support::{run, scenario};
+use crate::support::{fresh_folder, retrystorm, run, scenario};
 
 /// 4,000 operations a second (a client without retries: one attempt each, so a failed request
 /// is a failed operation) to 100
@@ -95,6 +97,14 @@ fn a_clean_baseline_recovers_exactly_as_the_absolute_rule() {
     assert_eq!(baseline, dip("0.0", "[recovery]\nrule = \"absolute\""));
 }
 
+/// The dip without injected errors, at 14,000 operations a second with a queue of 100.
+fn overloaded() -> String {
+    DIP.replace("ERRORS", "0.0")
+        .replace("RULE", "")
+        .replace("count = 4000", "count = 14000")
+        .replace("queue_limit = 100000", "queue_limit = 100")
+}
+
 /// 14,000 operations a second to a capacity of 10,000/s with a queue of 100: about 29% are
 /// refused with 503 from the first seconds on, before the dip at 20 s. The later half of the
 /// baseline fails far above twice the 1% limit, so the run reads `unhealthy before` (written
@@ -102,11 +112,7 @@ fn a_clean_baseline_recovers_exactly_as_the_absolute_rule() {
 /// reading `never`.
 #[test]
 fn load_above_capacity_before_the_incident_is_unhealthy_before_not_never() {
-    let text = DIP
-        .replace("ERRORS", "0.0")
-        .replace("RULE", "")
-        .replace("count = 4000", "count = 14000")
-        .replace("queue_limit = 100000", "queue_limit = 100");
+    let text = overloaded();
     let unhealthy = run(&scenario(&text));
     let summary = &unhealthy.policies[0].summary;
     assert_eq!(summary.recovery_s, Recovery::UnhealthyBefore);
@@ -120,5 +126,113 @@ fn load_above_capacity_before_the_incident_is_unhealthy_before_not_never() {
     assert_eq!(
         run(&scenario(&absolute)).policies[0].summary.recovery_s,
         Recovery::Never
+    );
+}
+
+/// A claim on the recovery of a run unhealthy before its incident compares an undefined value
+/// and does not hold; its line says why, on either side of a comparison: `unhealthy before`,
+/// not `undefined` (the overloaded run above, twice under two names). A bound is printed as
+/// written.
+#[test]
+fn a_claim_on_a_run_unhealthy_before_says_so() {
+    let text = overloaded()
+        + r#"
+[[policy]]
+name = "again"
+max_attempts = 0
+
+[[expect]]
+policy = "no retries"
+metric = "recovery_s"
+better_than = "again"
+
+[[expect]]
+policy = "again"
+metric = "recovery_s"
+at_most = 5
+"#;
+    let lines: Vec<String> = evaluate(&run(&scenario(&text)))
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "did not hold: no retries beats again on recovery_s (unhealthy before against unhealthy before)",
+            "did not hold: again has recovery_s at most 5 (unhealthy before against 5)",
+        ]
+    );
+}
+
+/// Replications count the three outcomes apart. The dip without injected errors, over three
+/// replications that draw the clients' count from three choices: a Latin hypercube of three
+/// slices draws each exactly once. Against a capacity of 10,000 a second:
+///
+/// - 4,000 a second: the dip (1,000 a second for 3 s) queues 9,000 requests, which drain at
+///   6,000 a second in 1.5 s: recovered, within a few seconds of the dip's end.
+/// - 9,500 a second, 95% of capacity, is healthy before the dip; the dip queues
+///   3 x 8,500 = 25,500 requests, which drain at 500 a second in 51 s, longer than the 17 s
+///   left, and every operation waits past its 200 ms timeout meanwhile: never recovered.
+/// - 14,000 a second is 140% of capacity from the start: the queue grows 4,000 a second, its
+///   wait passes the timeout within the first second, and nearly every operation fails before
+///   the dip: unhealthy before.
+///
+/// So one of three never recovered and one of three was unhealthy before, each with the exact
+/// 95% Clopper-Pearson interval of 1 of 3 (its low end 1 - 0.975^(1/3) = 0.008404), and the
+/// one left recovered; the summary says the unhealthy one is counted as neither.
+#[test]
+fn replications_count_recovered_never_and_unhealthy_before_apart() {
+    let out = fresh_folder("recovery-three-outcomes");
+    let path = out.join("three.toml");
+    let draws = "[risk]\nreplications = 3\n\n[uncertain]\n\"clients.count\" = { choices = [4000, 9500, 14000] }";
+    std::fs::write(&path, DIP.replace("ERRORS", "0.0").replace("RULE", draws)).unwrap();
+    let output = retrystorm(&[
+        "run",
+        path.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+        "--no-charts",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("no retries: unhealthy before the incident in 1 of 3 (0.8-90.6%), counted neither as recovered nor as never recovered"),
+        "{stdout}"
+    );
+    let folder = out.join("errors-and-a-dip");
+    let risk = std::fs::read_to_string(folder.join("risk.csv")).unwrap();
+    let outcomes: Vec<&str> = risk.lines().skip(1).take(2).collect();
+    assert_eq!(
+        outcomes,
+        [
+            "no retries,never recovered,3,1,0.333333,0.008404,0.905701,",
+            "no retries,unhealthy before,3,1,0.333333,0.008404,0.905701,",
+        ]
+    );
+    let replications = std::fs::read_to_string(folder.join("replications.csv")).unwrap();
+    let header: Vec<&str> = replications.lines().next().unwrap().split(',').collect();
+    let column = |name: &str| header.iter().position(|column| *column == name).unwrap();
+    let (count, recovery) = (column("clients.count"), column("recovery_s"));
+    let mut runs: Vec<(u32, String)> = replications
+        .lines()
+        .skip(1)
+        .map(|line| {
+            let fields: Vec<&str> = line.split(',').collect();
+            (fields[count].parse().unwrap(), fields[recovery].to_string())
+        })
+        .collect();
+    runs.sort();
+    let seconds: f64 = runs[0].1.parse().unwrap();
+    assert!(runs[0].0 == 4000 && seconds < 5.0, "{runs:?}");
+    assert_eq!(
+        runs[1..],
+        [
+            (9500, "never".to_string()),
+            (14000, UNHEALTHY_BEFORE.to_string())
+        ]
     );
 }

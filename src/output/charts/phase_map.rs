@@ -10,7 +10,10 @@
 //! that separates a cell recovering at least half the time from one that does not
 //! ([`boundary_edges`]). Panels share their axes, so the edges can be compared at a glance.
 //! Cells print their share and, where there is room, their number of runs: adaptive refinement
-//! spends more runs near the edge, so `n` says how sure a cell is.
+//! spends more runs near the edge, so `n` says how sure a cell is. A run unhealthy before its
+//! incident (load above what the system serves) did not recover, but no storm kept it down
+//! either: a cell holding such runs is hatched and counts them (`3 u.b.`), so that a region of
+//! the map that was never healthy is not read as one that tipped.
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
@@ -31,6 +34,8 @@ pub struct MapAxis {
 pub struct PhaseCell {
     pub runs: u32,
     pub recovered: u32,
+    /// Runs unhealthy before the incident: among those that did not recover.
+    pub unhealthy_before: u32,
     pub median_recovery_s: Option<f64>,
 }
 
@@ -233,12 +238,10 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, map: &PhaseMap) -> Dr
             draw_panel(slot, map, panel, &geometry)?;
         }
     }
-    let empty = map
-        .panels
-        .iter()
-        .flat_map(|panel| &panel.cells)
-        .any(|cell| cell.runs == 0);
-    draw_legend(&legend, &geometry, empty)
+    let cells = || map.panels.iter().flat_map(|panel| &panel.cells);
+    let empty = cells().any(|cell| cell.runs == 0);
+    let unhealthy = cells().any(|cell| cell.unhealthy_before > 0);
+    draw_legend(&legend, &geometry, empty, unhealthy)
 }
 
 /// `font`, placed by the point of its text at (`h`, `v`).
@@ -313,15 +316,12 @@ impl Geometry {
         );
         let x_ticks = tick_indices(x_len, f64::from(widest(&map.x.labels) + 14) / cell.0);
         let y_ticks = tick_indices(y_len, (TICK_SIZE + 6.0) / cell.1);
-        // The share as wide as it prints ("100%"), on one line or over the runs ("n=123").
-        let most_runs = map
-            .panels
-            .iter()
-            .flat_map(|panel| &panel.cells)
-            .map(|c| c.runs)
-            .max()
-            .unwrap_or(0);
-        let runs_text = format!("n={most_runs}");
+        // The share as wide as it prints ("100%"), on one line or over the runs ("n=123", and
+        // "n=123, 45 u.b." where some were unhealthy before the incident).
+        let cells = || map.panels.iter().flat_map(|panel| &panel.cells);
+        let most_runs = cells().map(|c| c.runs).max().unwrap_or(0);
+        let most_unhealthy = cells().map(|c| c.unhealthy_before).max().unwrap_or(0);
+        let runs_text = runs_label(most_runs, most_unhealthy);
         let fits = |share: f64, runs: Option<f64>| {
             let lines = share + runs.unwrap_or(0.0) * 1.1;
             let wide =
@@ -455,7 +455,41 @@ fn draw_panel<DB: DrawingBackend>(
     ))
 }
 
-/// A cell: its colour, and its share and runs where they fit.
+/// A cell's runs as printed under its share: `n=12`, and `n=12, 3 u.b.` when some of them were
+/// unhealthy before the incident.
+fn runs_label(runs: u32, unhealthy_before: u32) -> String {
+    if unhealthy_before > 0 {
+        format!("n={runs}, {unhealthy_before} u.b.")
+    } else {
+        format!("n={runs}")
+    }
+}
+
+/// The hatch of a cell that holds runs unhealthy before the incident: lines rising to the
+/// right, 8 pixels apart, each from the cell's left or bottom side to its top or right side.
+fn hatch((left, top, right, bottom): (i32, i32, i32, i32)) -> Vec<[(i32, i32); 2]> {
+    let (width, height) = (right - left, bottom - top);
+    (1..)
+        .map(|k| 8 * k)
+        .take_while(|&d| d < width + height)
+        .map(|d| {
+            let from = if d <= height {
+                (left, top + d)
+            } else {
+                (left + d - height, bottom)
+            };
+            let to = if d <= width {
+                (left + d, top)
+            } else {
+                (right, top + d - width)
+            };
+            [from, to]
+        })
+        .collect()
+}
+
+/// A cell: its colour, its hatch if some runs were unhealthy before the incident, and its share
+/// and runs where they fit.
 fn draw_cell<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     cell: &PhaseCell,
@@ -470,10 +504,18 @@ fn draw_cell<DB: DrawingBackend>(
         [(left, top), (right, bottom)],
         colour.filled(),
     ))?;
+    let ink = ink_on(colour);
+    if cell.unhealthy_before > 0 {
+        for line in hatch((left, top, right, bottom)) {
+            area.draw(&PathElement::new(
+                line.to_vec(),
+                ink.mix(0.5).stroke_width(1),
+            ))?;
+        }
+    }
     let Some(size) = geometry.share_size else {
         return Ok(());
     };
-    let ink = ink_on(colour);
     let centre = ((left + right) / 2, (top + bottom) / 2);
     let runs = geometry.runs_size.filter(|_| cell.runs > 0);
     let share_at = match runs {
@@ -490,7 +532,7 @@ fn draw_cell<DB: DrawingBackend>(
     ))?;
     if let Some(runs) = runs {
         area.draw(&Text::new(
-            format!("n={}", cell.runs),
+            runs_label(cell.runs, cell.unhealthy_before),
             (centre.0, share_at.1 + (size * 0.55 + 1.0) as i32),
             (FONT, runs)
                 .into_font()
@@ -506,6 +548,7 @@ fn draw_legend<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     geometry: &Geometry,
     empty: bool,
+    unhealthy: bool,
 ) -> DrawResult<DB> {
     let font = TextStyle::from((FONT, 16.0).into_font());
     let (left, top, bottom) = (20, 70, 330);
@@ -580,6 +623,34 @@ fn draw_legend<DB: DrawingBackend>(
         ))?;
         y += 44;
     }
+    if unhealthy {
+        let swatch = (left, y, left + 2 * size, y + size);
+        area.draw(&Rectangle::new(
+            [(swatch.0, swatch.1), (swatch.2, swatch.3)],
+            share_colour(0.0).filled(),
+        ))?;
+        for line in hatch(swatch) {
+            area.draw(&PathElement::new(
+                line.to_vec(),
+                ink_on(share_colour(0.0)).mix(0.5).stroke_width(1),
+            ))?;
+        }
+        for (line, text) in [
+            "hatched, u.b.: runs",
+            "unhealthy before the",
+            "incident, not a storm",
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            area.draw(&Text::new(
+                text,
+                (left + 2 * size + 10, y - 6 + 19 * line as i32),
+                font.clone(),
+            ))?;
+        }
+        y += 70;
+    }
     let cell_text = match (geometry.share_size, geometry.runs_size) {
         (Some(_), Some(_)) => Some("cells: share recovered, n runs"),
         (Some(_), None) => Some("cells: share recovered"),
@@ -599,6 +670,7 @@ mod tests {
         PhaseCell {
             runs,
             recovered,
+            unhealthy_before: 0,
             median_recovery_s: None,
         }
     }
@@ -613,6 +685,19 @@ mod tests {
         assert_eq!(cell(0, 0).recovers(), None);
         assert_eq!(cell(4, 3).probability(), Some(0.75));
         assert_eq!(cell(0, 0).probability(), None);
+    }
+
+    /// A cell 16 wide and 8 high is hatched at offsets 8 and 16 (8 pixels apart, below
+    /// 16 + 8): the first from its bottom-left corner to the top 8 pixels in, the second from
+    /// the bottom 8 pixels in to its top-right corner.
+    #[test]
+    fn a_hatch_crosses_the_cell_from_side_to_side() {
+        assert_eq!(
+            hatch((100, 50, 116, 58)),
+            [[(100, 58), (108, 50)], [(108, 58), (116, 50)]]
+        );
+        assert_eq!(runs_label(12, 0), "n=12");
+        assert_eq!(runs_label(12, 3), "n=12, 3 u.b.");
     }
 
     /// A staircase on 3 x 3 (R recovers, D stays down, row 0 at the bottom):
