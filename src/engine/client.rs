@@ -374,11 +374,13 @@ impl<O: Observer> Engine<'_, O> {
         let now = self.now;
         let operation = self.operations.get(key).expect("a live operation sends");
         let call = self.downstream_call(key, operation);
-        let gives_up = attempt_gives_up(policy_of(self.model, call), operation.deadline, now);
-        let (service, from_user, link) = match call {
-            None => (self.model.entry, true, USERS_LINK),
-            Some(call) => (call.target, false, call.link),
+        // One match on the call for all four: this runs for every request sent.
+        let model = self.model;
+        let (policy, service, from_user, link) = match call {
+            None => (&model.users.policy, model.entry, true, USERS_LINK),
+            Some(call) => (policy_of(model, Some(call)), call.target, false, call.link),
         };
+        let gives_up = attempt_gives_up(policy, operation.deadline, now);
         let hedged = self.hedging_anywhere && self.extras(key).hedged;
         let operation = self
             .operations

@@ -803,9 +803,17 @@ fn collect_keys(value: &toml::Value, keys: &mut BTreeSet<String>) {
         toml::Value::Table(table) => {
             for (key, inner) in table {
                 // A policy's overrides are keys of --set, not of the format.
-                if key != "overrides" {
-                    keys.insert(key.clone());
-                    collect_keys(inner, keys);
+                if key == "overrides" {
+                    continue;
+                }
+                keys.insert(key.clone());
+                match (key.as_str(), inner) {
+                    // An operation's `path` and a service's `call_retry` are keyed by the
+                    // services' names: their values' keys are the format's.
+                    ("path" | "call_retry", toml::Value::Table(by_service)) => by_service
+                        .values()
+                        .for_each(|value| collect_keys(value, keys)),
+                    _ => collect_keys(inner, keys),
                 }
             }
         }
