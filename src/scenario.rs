@@ -21,6 +21,7 @@ mod links;
 mod load;
 pub mod manual_retry;
 mod overload;
+mod override_key;
 pub mod risk;
 pub mod routes;
 mod server_kind;

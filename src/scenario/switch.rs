@@ -14,7 +14,7 @@
 use toml_edit::{Item, TableLike, Value};
 
 use super::Scenario;
-use super::load::{is_control, name_of, split_index};
+use super::override_key::{is_control, name_of, split_index};
 
 /// The tables `off` removes, besides a control: their key in a service (or the fleet's).
 pub const SWITCHABLE_TABLES: [&str; 3] = ["rate_limit", "concurrency_limit", "outlier_detection"];
