@@ -955,8 +955,10 @@ fn shell_word(word: &str) -> String {
 
 /// The metrics of `names` that a sweep records only when asked
 /// ([`NamedMetric::only_when_asked`]: a fleet's, an instance's, an intent's, an operation's),
-/// each once, in the order named; names that do not resolve are left out (the sweep refused
-/// them when it was prepared).
+/// each once, in the order named, each followed by the counts its interval pools over the seeds
+/// and its operations (an operation's `success_rate:pay`, Wilson's on `succeeded:pay` of
+/// `operations:pay`: [`interval::pooled_names`]); names that do not resolve are left out (the sweep refused them
+/// when it was prepared).
 fn asked_columns(
     names: &[String],
     services: &[ServiceShape],
@@ -964,11 +966,21 @@ fn asked_columns(
 ) -> Vec<NamedMetric> {
     let mut asked: Vec<NamedMetric> = Vec::new();
     for name in names {
-        if let Ok(metric) = NamedMetric::resolve(name, services, operations)
-            && metric.only_when_asked()
-            && !asked.iter().any(|known| known.name == metric.name)
-        {
-            asked.push(metric);
+        let Ok(metric) = NamedMetric::resolve(name, services, operations) else {
+            continue;
+        };
+        if !metric.only_when_asked() {
+            continue;
+        }
+        let mut pooled = interval::pooled_names(&metric.name);
+        pooled.push(interval::operations_of(&metric.name));
+        let pooled = pooled
+            .into_iter()
+            .filter_map(|name| NamedMetric::resolve(&name, services, operations).ok());
+        for metric in std::iter::once(metric).chain(pooled) {
+            if !asked.iter().any(|known| known.name == metric.name) {
+                asked.push(metric);
+            }
         }
     }
     asked

@@ -37,7 +37,7 @@
 //! recommendation's statement on seeds.
 
 use crate::base::stats;
-use crate::vocabulary::metric::{Better, Domain, NamedMetric, Unit};
+use crate::vocabulary::metric::{Better, Domain, NamedMetric, OPERATION, Unit};
 
 /// How a metric's interval is made; see the module's table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,12 +72,41 @@ impl Method {
 }
 
 /// The count whose share of the operations the [`Domain::Share`] metric `name` is; `None` for
-/// a share without one, which gets Student's t.
+/// a share without one, which gets Student's t. An operation's share (`success_rate:pay`) is
+/// its count of its operations (`succeeded:pay` of `operations:pay`: [`pooled_names`]).
 fn share_count(name: &str) -> Option<&'static str> {
-    match name {
+    let run_metric = name
+        .split_once(OPERATION)
+        .map_or(name, |(metric, _)| metric);
+    match run_metric {
         "success_rate" => Some("succeeded"),
         _ => None,
     }
+}
+
+/// The metrics a pooled interval of the share `name` sums over the seeds: its count's and the
+/// operations', of the same operation as `name` where it names one (`success_rate:pay` pools
+/// `succeeded:pay` of `operations:pay`); empty for a metric that pools nothing.
+pub fn pooled_names(name: &str) -> Vec<String> {
+    let Some(count) = share_count(name) else {
+        return Vec::new();
+    };
+    vec![
+        format!("{count}{}", operation_suffix(name)),
+        operations_of(name),
+    ]
+}
+
+/// The count of the operations `name` is a metric of: `operations` for the run's,
+/// `operations:pay` for an operation's (`p99_ms:pay`), which a count's rate per operation
+/// divides by.
+pub fn operations_of(name: &str) -> String {
+    format!("operations{}", operation_suffix(name))
+}
+
+/// `:pay` of an operation's metric `success_rate:pay`; empty for any other.
+fn operation_suffix(name: &str) -> &str {
+    name.find(OPERATION).map_or("", |at| &name[at..])
 }
 
 /// A mean and its 95% interval. Bounds are NaN where there is no interval (one seed for a
@@ -326,9 +355,12 @@ pub fn interval(
                 high: defined.iter().copied().fold(f64::NEG_INFINITY, f64::max),
             }
         }
-        Method::Wilson { count } => {
+        Method::Wilson { .. } => {
+            let [count, operations] = &pooled_names(&metric.name)[..] else {
+                unreachable!("a share with a count pools two metrics");
+            };
             let successes: f64 = pooled(count).iter().sum();
-            let trials: f64 = pooled("operations").iter().sum();
+            let trials: f64 = pooled(operations).iter().sum();
             match wilson(successes, trials) {
                 Some((low, high)) => Interval { mean, low, high }.widened_to(Interval {
                     low: t.low.clamp(0.0, 1.0),

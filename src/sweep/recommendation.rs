@@ -17,7 +17,7 @@ use serde::Serialize;
 
 use super::aggregate::{Aggregate, aggregate_text, meets};
 use super::analysis::{Edge, Effect, Identical, disables, edges, effect, pareto_front};
-use super::interval::{Interval, Method, intervals_overlap};
+use super::interval::{Interval, Method, intervals_overlap, operations_of, pooled_names};
 use super::tie::{self, Difference};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
 use crate::scenario::Policy;
@@ -545,10 +545,11 @@ fn intervals_section(
         "95% intervals at point {point} over its {seeds} seed{}:",
         if seeds == 1 { "" } else { "s" }
     );
-    let operations = aggregate.mean(point, "operations") * seeds as f64;
     for name in names {
         let index = column_index(prepared, name);
         let metric = &prepared.columns[index];
+        // An operation's metric is of its operations: `p99_ms:pay` of `operations:pay`.
+        let operations = aggregate.mean(point, &operations_of(name)) * seeds as f64;
         let interval = aggregate.interval(point, name);
         let mut bounds = if interval.low.is_nan() || interval.high.is_nan() {
             "no interval".to_string()
@@ -565,9 +566,9 @@ fn intervals_section(
             }
             Method::StudentT => "Student's t over the seeds' values".to_string(),
             Method::Range if seeds < 2 => "a range needs two seeds".to_string(),
-            Method::Wilson { count } => format!(
+            Method::Wilson { .. } => format!(
                 "Wilson score on {} of {} operations pooled over the seeds, or the seeds' t-interval where wider",
-                short(aggregate.mean(point, count) * seeds as f64),
+                short(aggregate.mean(point, &pooled_names(name)[0]) * seeds as f64),
                 short(operations)
             ),
             Method::Poisson => {

@@ -213,9 +213,12 @@ fn summary_json_lists_each_operation_with_two_or_more() {
 }
 
 /// A sweep records the operation's metric its requirement names, after the run's (its other
-/// columns unchanged), and a point meets it as the operation's success does: with the card
+/// columns unchanged), with the counts its interval pools (`succeeded:pay` of
+/// `operations:pay`), and a point meets it as the operation's success does: with the card
 /// network sound every payment succeeds (`1.000000`, the first test's reason), failing half
-/// its requests some do not, so the first point alone meets `success_rate:pay>=0.99`.
+/// its requests some do not, so the first point alone meets `success_rate:pay>=0.99`. The
+/// interval of a payment's success is Wilson's on the payments, not on every operation: a
+/// share of 100% over N payments is [N/(N + 1.96²), 1] (Wilson 1927), never [1, 1].
 #[test]
 fn a_sweep_requires_an_operations_success_rate() {
     let folder = crate::support::fresh_folder("operation-sweep");
@@ -243,16 +246,35 @@ fn a_sweep_requires_an_operations_success_rate() {
     let results = std::fs::read_to_string(out.join("mixed-sweep/results.csv")).unwrap();
     let mut lines = results.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    assert_eq!(header.last(), Some(&"success_rate:pay"), "{results}");
-    let column = header.len() - 1;
-    let values: Vec<&str> = lines
-        .map(|line| line.split(',').nth(column).unwrap())
-        .collect();
-    assert_eq!(values[0], "1.000000", "{results}");
-    assert!(values[1].parse::<f64>().unwrap() < 0.99, "{results}");
+    assert_eq!(
+        header[header.len() - 3..],
+        ["success_rate:pay", "succeeded:pay", "operations:pay"],
+        "{results}"
+    );
+    let rows: Vec<Vec<&str>> = lines.map(|line| line.split(',').collect()).collect();
+    let at = |row: usize, name: &str| {
+        let column = header.iter().position(|column| *column == name).unwrap();
+        rows[row][column]
+    };
+    assert_eq!(at(0, "success_rate:pay"), "1.000000", "{results}");
+    assert!(
+        at(1, "success_rate:pay").parse::<f64>().unwrap() < 0.99,
+        "{results}"
+    );
+    let payments: f64 = at(0, "operations:pay").parse().unwrap();
+    let operations: f64 = at(0, "operations").parse().unwrap();
+    assert!(payments > 0.0 && payments < operations, "{results}");
+    assert_eq!(at(0, "succeeded:pay"), at(0, "operations:pay"), "{results}");
+    let z2 = 1.959963984540054f64.powi(2);
     assert_contains(
         &String::from_utf8_lossy(&output.stdout),
-        &["recommended: point 0: service.card-network.errors.rate=0"],
+        &[
+            "recommended: point 0: service.card-network.errors.rate=0",
+            &format!(
+                "  success_rate:pay 1: {:.6} to 1 (Wilson score on {payments} of {payments} operations pooled",
+                payments / (payments + z2)
+            ),
+        ],
     );
     let output = crate::support::retrystorm(&[
         "sweep",
