@@ -408,22 +408,10 @@ fn run_one(
         asked: args.forecast,
         files: Files::with_charts(formats.len()),
     };
-    let policies = scenario.policy.len();
     announce_forecast(
         &path.display().to_string(),
         &[Estimate::of(scenario, rayon::current_num_threads())],
-        || {
-            Some(
-                (0..policies)
-                    .map(|policy| Sample {
-                        scenario: scenario.clone(),
-                        policy,
-                        seed: scenario.seed,
-                        job_index: policy,
-                    })
-                    .collect(),
-            )
-        },
+        || Some(Sample::every_policy(scenario)),
         |index| index,
         ask,
     );

@@ -232,16 +232,7 @@ pub fn run_study(
                 .flat_map(|cell| (0..spec.replications as usize).map(move |r| (cell, r)))
                 .find(|&(cell, r)| spec.owns(shard, cell, r))?;
             let scenario = prepared.scenario_of_run(cell, replication).ok()?;
-            Some(
-                (0..policies)
-                    .map(|policy| Sample {
-                        scenario: scenario.clone(),
-                        policy,
-                        seed: scenario.seed,
-                        job_index: policy,
-                    })
-                    .collect(),
-            )
+            Some(Sample::every_policy(&scenario))
         },
         |index| index % policies.max(1),
         ask,

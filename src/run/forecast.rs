@@ -94,6 +94,21 @@ pub struct Sample {
     pub job_index: usize,
 }
 
+impl Sample {
+    /// Each policy of `scenario` on its own seed, as a run (or a study's first replication)
+    /// simulates them, the `i`th policy the job's simulation `i`.
+    pub fn every_policy(scenario: &Scenario) -> Vec<Sample> {
+        (0..scenario.policy.len())
+            .map(|policy| Sample {
+                scenario: scenario.clone(),
+                policy,
+                seed: scenario.seed,
+                job_index: policy,
+            })
+            .collect()
+    }
+}
+
 /// What a pilot simulation measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PilotRun {
