@@ -976,7 +976,9 @@ fn asked_columns(
         pooled.push(interval::operations_of(&metric.name));
         let pooled = pooled
             .into_iter()
-            .filter_map(|name| NamedMetric::resolve(&name, services, operations).ok());
+            .filter_map(|name| NamedMetric::resolve(&name, services, operations).ok())
+            // The run's own (`operations` beside `refused@api#0`) are columns already.
+            .filter(NamedMetric::only_when_asked);
         for metric in std::iter::once(metric).chain(pooled) {
             if !asked.iter().any(|known| known.name == metric.name) {
                 asked.push(metric);
