@@ -310,34 +310,44 @@ impl<'a, O: Observer> Engine<'a, O> {
         };
         let model = self.services[usize::from(held.service)].model;
         // A service that calls nothing on any path (the only one of most scenarios) skips the
-        // route lookup.
-        if !held.status_check && model.downstream.is_some() {
-            let route = if model.endpoint_routes.is_empty() {
-                0
-            } else {
-                let operation = self.operations.get(held.operation).expect("live operation");
-                model.route_of(operation.endpoint)
-            };
-            let calls = &model.routes[usize::from(route)];
-            if !calls.calls.is_empty() {
-                if !model.holds_worker_on_calls {
-                    self.forward(key, held);
-                }
-                if calls.parallel {
-                    self.start_parallel(held.service, key, route);
-                } else {
-                    self.start_call(held.service, key, route, 0);
-                }
-                if !model.holds_worker_on_calls {
-                    self.dispatch(held.service);
-                }
-                return;
-            }
+        // route lookup, kept out of line.
+        if !held.status_check && model.downstream.is_some() && self.start_calls(key, held) {
+            return;
         }
         if !held.status_check && model.optimistic_row.is_some() {
             return self.read_row(key, held);
         }
         self.complete(key, held);
+    }
+
+    /// The worker serving request `key` (`held`) at a service that calls others makes the
+    /// calls of the request's route, if it has any (an event-driven service's worker letting
+    /// go first); `false` if the route makes none, and the request is answered here.
+    #[inline(never)]
+    fn start_calls(&mut self, key: Key, held: Held) -> bool {
+        let model = self.services[usize::from(held.service)].model;
+        let route = if model.endpoint_routes.is_empty() {
+            0
+        } else {
+            let operation = self.operations.get(held.operation).expect("live operation");
+            model.route_of(operation.endpoint)
+        };
+        let calls = &model.routes[usize::from(route)];
+        if calls.calls.is_empty() {
+            return false;
+        }
+        if !model.holds_worker_on_calls {
+            self.forward(key, held);
+        }
+        if calls.parallel {
+            self.start_parallel(held.service, key, route);
+        } else {
+            self.start_call(held.service, key, route, 0);
+        }
+        if !model.holds_worker_on_calls {
+            self.dispatch(held.service);
+        }
+        true
     }
 
     /// An event-driven service's worker is done with its own work on request `key`: it lets

@@ -950,10 +950,16 @@ fn validate_claims(scenario: &Scenario) -> Result<(), Problem> {
                     .iter()
                     .map(|(name, _)| *name)
                     .collect();
+                use crate::vocabulary::metric::{AT, INSTANCE, OPERATION};
+                let whole_run = if claim.metric.contains([AT, INSTANCE, OPERATION]) {
+                    " (counts per service, instance and operation are kept over the whole run: drop `window`, or claim the run's metric)"
+                } else {
+                    ""
+                };
                 return Err((
                     span,
                     format!(
-                        "`{}` cannot be taken over a window; valid: {}",
+                        "`{}` cannot be taken over a window{whole_run}; valid: {}",
                         claim.metric,
                         valid.join(", ")
                     ),

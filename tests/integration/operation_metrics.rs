@@ -151,7 +151,8 @@ fn claims_name_an_operations_metric() {
 /// An operation the scenario lacks is refused at the claim with the nearest operation and the
 /// list of them; a service's metric written with `:` for `@` gets `METRIC@SERVICE`; an
 /// operation's metric that does not exist gets the nearest; and a scenario of one operation
-/// says its numbers are the run's own.
+/// says its numbers are the run's own. A window on an operation's metric is refused with the
+/// reason: its counts are kept over the whole run.
 #[test]
 fn operation_names_are_checked_with_did_you_mean() {
     let valid = mixed(
@@ -173,6 +174,17 @@ fn operation_names_are_checked_with_did_you_mean() {
         &error_with(&valid, "success_rate:pay", "sucess_rate:pay"),
         &[
             "unknown operation metric `sucess_rate` in `sucess_rate:pay` (did you mean `success_rate:pay`?)",
+        ],
+    );
+    assert_contains(
+        &error_with(
+            &valid,
+            "at_least = 0.5\n",
+            "at_least = 0.5\nwindow = { from = \"1s\", to = \"2s\" }\n",
+        ),
+        &[
+            "bad.toml:35:1:",
+            "`success_rate:pay` cannot be taken over a window (counts per service, instance and operation are kept over the whole run: drop `window`, or claim the run's metric); valid: goodput_rps",
         ],
     );
     let single = valid.replace(
