@@ -29,9 +29,9 @@ use crate::run::ScenarioRun;
 use crate::vocabulary::counts::{SERVICE_COUNTS, SERVICE_STATE};
 use crate::vocabulary::metric::baseline::Baseline;
 use crate::vocabulary::metric::{
-    INSTANCE_METRICS, INTENT_METRICS, METRICS, OPERATION_METRICS, OperationSummary,
+    Domain, INSTANCE_METRICS, INTENT_METRICS, METRICS, OPERATION_METRICS, OperationSummary,
     SERVICE_METRICS, ServiceSummary, TOPOLOGY_SERVICE_METRICS, Unit, format_summary_metric,
-    metric_names,
+    metric_names, operation_metric,
 };
 use crate::vocabulary::outcome::FailureReason;
 
@@ -419,6 +419,108 @@ fn operation_block(operation: &OperationSummary) -> Value {
         block.insert(metric.name.into(), json_value(metric.of_run().unit, value));
     }
     Value::Object(block)
+}
+
+/// A column of the tables per operation that people read: the terminal's `per operation:`
+/// section of a run and `report.html`'s Operations table. Each shows one metric of
+/// [`OPERATION_METRICS`], written as the run's of the same name are in the summary tables.
+pub struct OperationColumn {
+    /// The metric it shows, one of [`OPERATION_METRICS`].
+    pub metric: &'static str,
+    /// Its header in the terminal's table; `None` where the terminal leaves it out, to keep to
+    /// a terminal's width.
+    pub terminal: Option<&'static str>,
+    /// Its header in `report.html`.
+    pub report: &'static str,
+    /// Its decimals: of the percentage for a share, none for a count.
+    pub decimals: usize,
+}
+
+/// The columns of the tables per operation, in order (after the policy's and operation's
+/// names): what its users started and got, the load it put on the system and the writes it
+/// duplicated or left unknown, and the latency of its successes.
+pub const OPERATION_COLUMNS: [OperationColumn; 10] = [
+    OperationColumn {
+        metric: "operations",
+        terminal: Some("operations"),
+        report: "operations",
+        decimals: 0,
+    },
+    OperationColumn {
+        metric: "success_rate",
+        terminal: Some("success"),
+        report: "success",
+        decimals: 2,
+    },
+    OperationColumn {
+        metric: "goodput_rps",
+        terminal: None,
+        report: "goodput/s",
+        decimals: 1,
+    },
+    OperationColumn {
+        metric: "amplification",
+        terminal: Some("amplif."),
+        report: "amplification",
+        decimals: 3,
+    },
+    OperationColumn {
+        metric: "status_checks",
+        terminal: None,
+        report: "status checks",
+        decimals: 0,
+    },
+    OperationColumn {
+        metric: "duplicate_writes",
+        terminal: Some("dup.writes"),
+        report: "duplicate writes",
+        decimals: 0,
+    },
+    OperationColumn {
+        metric: "unknown_results",
+        terminal: Some("unknown"),
+        report: "unknown results",
+        decimals: 0,
+    },
+    OperationColumn {
+        metric: "mean_ms",
+        terminal: None,
+        report: "mean ms",
+        decimals: 1,
+    },
+    OperationColumn {
+        metric: "p50_ms",
+        terminal: Some("p50 ms"),
+        report: "p50 ms",
+        decimals: 1,
+    },
+    OperationColumn {
+        metric: "p99_ms",
+        terminal: Some("p99 ms"),
+        report: "p99 ms",
+        decimals: 1,
+    },
+];
+
+impl OperationColumn {
+    /// The column's cell for `operation`: a count as a whole number, a share as a percentage,
+    /// anything else with the column's decimals, and `undefined` where the metric is (a latency
+    /// when none of its operations succeeded).
+    pub fn cell(&self, operation: &OperationSummary, undefined: &str) -> String {
+        let metric = operation_metric(self.metric).expect("a column shows an operation's metric");
+        let value = (metric.value)(operation);
+        let of_run = metric.of_run();
+        let digits = self.decimals;
+        if !value.is_finite() {
+            undefined.to_string()
+        } else if of_run.unit == Unit::Count {
+            format!("{value:.0}")
+        } else if of_run.domain == Domain::Share {
+            format!("{:.digits$}%", value * 100.0)
+        } else {
+            format!("{value:.digits$}")
+        }
+    }
 }
 
 /// A service's block in `summary.json`: its name and every metric of [`SERVICE_METRICS`] (its

@@ -19,7 +19,9 @@ use retrystorm::model::{effective_policies, service_failures};
 use retrystorm::output::charts::{Chart, Charts, Format};
 use retrystorm::output::report::report_html;
 use retrystorm::output::staging::StagedFolder;
-use retrystorm::output::{ARTIFACTS, TraceWriter, finish_trace};
+use retrystorm::output::{
+    ARTIFACTS, OPERATION_COLUMNS, OperationColumn, TraceWriter, finish_trace,
+};
 use retrystorm::run::cost::{Estimate, memory_limit};
 use retrystorm::run::forecast::{
     Files, Forecast, PILOT_SECONDS, PilotMemory, PilotRun, Sample, about, peak_resident_bytes,
@@ -821,35 +823,28 @@ fn print_operations(run: &ScenarioRun) -> io::Result<()> {
         return Ok(());
     }
     writeln!(io::stdout(), "  per operation:")?;
-    let header = [
-        "policy",
-        "operation",
-        "operations",
-        "success",
-        "amplif.",
-        "dup.writes",
-        "unknown",
-        "p50 ms",
-        "p99 ms",
-    ]
-    .map(String::from);
-    let latency = |ms: Option<f64>| ms.map_or_else(|| "-".into(), |ms| format!("{ms:.1}"));
+    let columns: Vec<(&str, &OperationColumn)> = OPERATION_COLUMNS
+        .iter()
+        .filter_map(|column| column.terminal.map(|header| (header, column)))
+        .collect();
+    let header: Vec<String> = ["policy", "operation"]
+        .into_iter()
+        .chain(columns.iter().map(|(header, _)| *header))
+        .map(String::from)
+        .collect();
     let rows: Vec<Vec<String>> = run
         .policies
         .iter()
         .flat_map(|policy| {
             policy.summary.by_operation.iter().map(|operation| {
-                vec![
-                    policy.name.clone(),
-                    operation.name.clone(),
-                    operation.operations.to_string(),
-                    format!("{:.2}%", operation.success_rate * 100.0),
-                    format!("{:.3}", operation.amplification),
-                    operation.duplicate_writes.to_string(),
-                    operation.unknown_results.to_string(),
-                    latency(operation.p50_ms),
-                    latency(operation.p99_ms),
-                ]
+                [policy.name.clone(), operation.name.clone()]
+                    .into_iter()
+                    .chain(
+                        columns
+                            .iter()
+                            .map(|(_, column)| column.cell(operation, "-")),
+                    )
+                    .collect()
             })
         })
         .collect();

@@ -2,7 +2,8 @@
 //!
 //! The page holds the scenario's description, what was simulated, the summary table, the four
 //! charts inline as SVG, and what each metric means; for a topology also its diagram
-//! ([`diagram`]) and a table per service. It loads nothing from anywhere (no scripts, no fonts,
+//! ([`diagram`]) and a table per service; for a scenario of two operations or more, a table per
+//! operation. It loads nothing from anywhere (no scripts, no fonts,
 //! no stylesheets), so it opens from a file in any browser and can be mailed or attached to a
 //! postmortem as it is.
 
@@ -13,6 +14,7 @@ use std::fmt::Write as _;
 
 use crate::base::escape::html as escape;
 use crate::claims::evaluate;
+use crate::output::OPERATION_COLUMNS;
 use crate::output::charts::{Chart, ChartError, Charts, Format, MAX_INSTANCE_LINES};
 use crate::run::ScenarioRun;
 use crate::scenario::Service;
@@ -209,6 +211,7 @@ pub fn report_html(run: &ScenarioRun) -> Result<Vec<u8>, ChartError> {
     policy_table(&mut page, run);
     summary_table(&mut page, run);
     lesson(&mut page, run);
+    operations_table(&mut page, run);
     if run.has_topology() {
         service_table(&mut page, run);
     }
@@ -857,6 +860,49 @@ fn lesson(page: &mut String, run: &ScenarioRun) {
         );
     }
     page.push_str("</ul>\n");
+}
+
+/// With two operations or more, one row per policy and operation: what the users of each got
+/// and the load each put on the system, as `summary.json`'s `per_operation` gives them
+/// ([`OPERATION_COLUMNS`], the terminal's columns and more). With one operation its numbers
+/// are the run's, in the summary table, and there is no such table.
+fn operations_table(page: &mut String, run: &ScenarioRun) {
+    if run
+        .policies
+        .iter()
+        .all(|policy| policy.summary.by_operation.is_empty())
+    {
+        return;
+    }
+    let names: Vec<&str> = run
+        .policies
+        .iter()
+        .map(|policy| policy.name.as_str())
+        .collect();
+    let _ = write!(
+        page,
+        "<h2>Operations</h2>\n<div class=\"table\"><table id=\"operations\">\n<tr><th style=\"width: {}ch\">policy</th><th>operation</th>",
+        two_line_width(&names)
+    );
+    for column in &OPERATION_COLUMNS {
+        let _ = write!(page, "<th>{}</th>", escape(column.report));
+    }
+    page.push_str("</tr>\n");
+    for policy in &run.policies {
+        for operation in &policy.summary.by_operation {
+            let _ = write!(
+                page,
+                "<tr><td>{}</td><td>{}</td>",
+                escape(&policy.name),
+                escape(&operation.name)
+            );
+            for column in &OPERATION_COLUMNS {
+                let _ = write!(page, "<td>{}</td>", column.cell(operation, "–"));
+            }
+            page.push_str("</tr>\n");
+        }
+    }
+    page.push_str("</table></div>\n<p class=\"meta\">Each operation on its own (<code>summary.json</code>'s <code>per_operation</code>; claims and sweeps name its metrics <code>METRIC:OPERATION</code>, as <code>success_rate:pay</code>): its success, goodput and unknown results are of its operations, its amplification the requests its clients sent per operation of it (attempts and status checks), its duplicate writes those of its writes, its latencies those of its successes.</p>\n");
 }
 
 /// One row per policy and service: the load its callers put on it per user operation, and

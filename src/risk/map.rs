@@ -4,8 +4,12 @@
 //! This is the picture the metastability papers draw by hand (Bronson et al., HotOS '21; Huang
 //! et al., OSDI '22): for each base load and trigger size, does the system come back once the
 //! trigger is gone? A cell's outcome is a probability, since near the edge the same trigger tips
-//! the system on some seeds and not on others; a run recovers when its `recovery_s` is not
-//! `never` (healthy for good before the run ends).
+//! the system on some seeds and not on others; a run recovers when its `recovery_s` is a time
+//! (healthy for good before the run ends). A run unhealthy before its incident (load above
+//! what the system serves before the trigger: [`crate::vocabulary::metric::baseline`]) has no
+//! health to return to: the probability counts it as not recovering, and `map.csv` counts it
+//! apart from the runs that never recovered (`recovered`, `never_recovered` and
+//! `unhealthy_before` add up to `runs`).
 //!
 //! Most cells are far from the edge, where every run agrees. So every cell first runs
 //! `min_replications`, and a cell gets more, doubling up to `replications`, only while some
@@ -66,12 +70,14 @@ pub fn settled(rows: &[StudyRow], policies: usize) -> bool {
     })
 }
 
-/// One cell of one policy's panel.
+/// One cell of one policy's panel. Its runs fall in three cases, counted apart:
+/// [`recovered`](CellOutcome::recovered), [`never_recovered`](CellOutcome::never_recovered)
+/// and [`unhealthy_before`](CellOutcome::unhealthy_before), which add up to its runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CellOutcome {
     /// Runs.
     pub runs: u32,
-    /// Runs that recovered.
+    /// Runs that recovered: healthy for good before the run ended (`recovery_s` a time).
     pub recovered: u32,
     /// Runs that were unhealthy before the incident (not recovered, and not a storm that
     /// stayed down either).
@@ -81,7 +87,16 @@ pub struct CellOutcome {
 }
 
 impl CellOutcome {
-    /// The probability of recovering.
+    /// Runs that were healthy before the incident and did not recover: `recovery_s` `never`
+    /// (not healthy for good by the end of arrivals, or the incident had not ended by then),
+    /// or undefined: every run neither recovered nor unhealthy before, so that the three cases
+    /// add up to the runs.
+    pub fn never_recovered(&self) -> u32 {
+        self.runs - self.recovered - self.unhealthy_before
+    }
+
+    /// The probability of recovering: the runs that recovered, of all the cell's runs, those
+    /// unhealthy before the incident included (they count as not recovering).
     pub fn probability(&self) -> f64 {
         f64::from(self.recovered) / f64::from(self.runs.max(1))
     }
@@ -216,8 +231,11 @@ pub fn judge(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<Map
         .collect()
 }
 
-/// `map.csv`: one row per cell and policy, with the probability of recovering, its 95% Wilson
-/// interval and the median recovery.
+/// `map.csv`: one row per cell and policy: its runs, counted apart as `recovered`,
+/// `never_recovered` and `unhealthy_before` (which add up to `runs`), the probability of
+/// recovering (`recovered / runs`: a run unhealthy before the incident counts as not
+/// recovering, as in the map's colours and its claims), its 95% Wilson interval, and the
+/// median recovery over all the runs (`never` when at least half did not recover).
 fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
     let mut header: Vec<String> = vec!["cell".into()];
     header.extend(prepared.spec.axes.iter().map(|axis| axis.label()));
@@ -226,6 +244,8 @@ fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
             "policy",
             "runs",
             "recovered",
+            "never_recovered",
+            "unhealthy_before",
             "probability",
             "low",
             "high",
@@ -254,6 +274,8 @@ fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
                 policy.clone(),
                 outcome.runs.to_string(),
                 outcome.recovered.to_string(),
+                outcome.never_recovered().to_string(),
+                outcome.unhealthy_before.to_string(),
                 format!("{:.6}", outcome.probability()),
                 format!("{low:.6}"),
                 format!("{high:.6}"),

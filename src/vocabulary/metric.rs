@@ -531,6 +531,11 @@ pub fn metric(name: &str) -> Option<&'static Metric> {
     METRICS.iter().find(|metric| metric.name == name)
 }
 
+/// The operation metric called `name`, if there is one.
+pub fn operation_metric(name: &str) -> Option<&'static OperationMetric> {
+    OPERATION_METRICS.iter().find(|metric| metric.name == name)
+}
+
 /// The intent metric called `name`, if there is one.
 pub fn intent_metric(name: &str) -> Option<&'static Metric> {
     INTENT_METRICS.iter().find(|metric| metric.name == name)

@@ -760,6 +760,14 @@ fn a_topology_report_shows_in_chromium_offline_without_errors() {
     check_report("retry-layers");
 }
 
+/// A report of two operations (mixed-traffic: also its Operations table, a row per policy and
+/// operation, twelve columns beside long policy names) fits the page in a browser, its names
+/// wrapped to two lines at most, as a run's with one operation does.
+#[test]
+fn a_report_of_two_operations_fits_the_page_in_chromium() {
+    check_report("mixed-traffic");
+}
+
 /// A sweep's report (the recommendation, the Pareto front and the heatmaps inline as SVG, the
 /// table of points) opens in a browser without the network and without an error, fits the
 /// page, and shows its content, as a run's does.

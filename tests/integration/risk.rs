@@ -91,6 +91,78 @@ fn the_map_puts_the_mm1_edge_where_load_times_sends_crosses_capacity() {
     }
 }
 
+/// `map.csv` counts a cell's runs in three cases that add up to its runs, on the M/M/1 edge
+/// above (mu = 100 a second, collapse sustained above 33.3 operations a second) at three base
+/// loads:
+///
+/// - 20 a second (0.6 of the edge): the outage's queue drains and every run recovers, as in
+///   the test above.
+/// - 48 a second (1.44 of the edge, below mu): healthy before the outage, which tips it into
+///   a collapse the retries sustain: every run never recovers.
+/// - 150 a second, above mu before the outage: the queue grows 50 a second, its wait passes
+///   the 200 ms timeout within the first second, and from then every attempt times out and is
+///   retried, so the later half of the baseline fails far above twice the 1% limit: every run
+///   is unhealthy before the incident (issue 39), counted apart from those that never
+///   recovered.
+///
+/// Every row has `recovered + never_recovered + unhealthy_before == runs`, and its probability
+/// is `recovered / runs` (a run unhealthy before counts as not recovering).
+#[test]
+fn map_csv_counts_recovered_never_and_unhealthy_before_apart() {
+    let spec = map_spec(
+        MM1,
+        "clients.rate=0.2,0.48,1.5",
+        "upstream.capacity.2.at+upstream.capacity.3.at=7s,8s",
+        4,
+        4,
+    );
+    let prepared = spec.prepare().unwrap();
+    let rows = prepared.run(Shard::WHOLE, &AtomicUsize::new(0)).unwrap();
+    let (files, _, _) = map::finalize(&prepared, &rows, &[]).unwrap();
+    let csv = &files.iter().find(|(name, _)| name == "map.csv").unwrap().1;
+    let csv = String::from_utf8(csv.clone()).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header[3..],
+        [
+            "policy",
+            "runs",
+            "recovered",
+            "never_recovered",
+            "unhealthy_before",
+            "probability",
+            "low",
+            "high",
+            "median_recovery_s"
+        ]
+    );
+    let mut by_rate: Vec<(String, [u32; 4])> = Vec::new();
+    for line in lines {
+        let fields: Vec<&str> = line.split(',').collect();
+        let count = |index: usize| fields[index].parse::<u32>().unwrap();
+        let [runs, recovered, never, unhealthy] = [4, 5, 6, 7].map(count);
+        assert_eq!(recovered + never + unhealthy, runs, "{line}");
+        assert_eq!(
+            fields[8],
+            format!("{:.6}", f64::from(recovered) / f64::from(runs)),
+            "{line}"
+        );
+        by_rate.push((fields[1].to_string(), [runs, recovered, never, unhealthy]));
+    }
+    assert_eq!(
+        by_rate,
+        [
+            ("0.2".to_string(), [4, 4, 0, 0]),
+            ("0.48".to_string(), [4, 0, 4, 0]),
+            ("1.5".to_string(), [4, 0, 0, 4]),
+            ("0.2".to_string(), [4, 4, 0, 0]),
+            ("0.48".to_string(), [4, 0, 4, 0]),
+            ("1.5".to_string(), [4, 0, 0, 4]),
+        ]
+    );
+}
+
 /// A cell whose first runs all agree is settled at once (the Wilson interval of 4 of 4 is
 /// [0.51, 1], of 0 of 4 [0, 0.49]); a cell that splits gets more replications, doubling up to
 /// the most. The map above ran fewer runs than the full grid.

@@ -30,7 +30,7 @@
 use super::{
     Better, Domain, FLEET_METRICS, INSTANCE_METRICS, INTENT_METRICS, METRICS, Metric,
     OPERATION_METRICS, OperationMetric, SERVICE_METRICS, ServiceSummary, Summary, Unit,
-    format_value, intent_metric, metric,
+    format_value, intent_metric, metric, operation_metric,
 };
 use crate::base::suggest::did_you_mean;
 use crate::vocabulary::counts::InstanceTotals;
@@ -403,11 +403,6 @@ fn fleet_metric(name: &str) -> Option<&'static Metric<ServiceSummary>> {
 /// The instance metric called `name`, if there is one.
 fn instance_metric(name: &str) -> Option<&'static Metric<InstanceTotals>> {
     INSTANCE_METRICS.iter().find(|metric| metric.name == name)
-}
-
-/// The operation metric called `name`, if there is one.
-fn operation_metric(name: &str) -> Option<&'static OperationMetric> {
-    OPERATION_METRICS.iter().find(|metric| metric.name == name)
 }
 
 /// The names of an operation's metrics, in order.
