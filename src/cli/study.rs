@@ -11,6 +11,7 @@ use clap::Args;
 
 use super::progress::{Mode, Painter, timing};
 use super::run::{CLAIMS_FAILED, ForecastAsk, announce_forecast, commit, within_cost_limit};
+use retrystorm::base::spread::Spread;
 use retrystorm::import::load_str;
 use retrystorm::output::charts::Format;
 use retrystorm::output::staging::StagedFolder;
@@ -139,12 +140,20 @@ pub fn map(args: &MapArgs) -> io::Result<ExitCode> {
     };
     let shard = args.shard.unwrap_or(Shard::WHOLE);
     let (least, most) = prepared.runs_bounds(shard);
+    // A full grid (min_replications = replications) has one number of each.
+    let per_cell = Spread::of(min_replications.to_string(), replications.to_string());
     writeln!(
         io::stdout(),
-        "{}: {} cells x {} policies, {min_replications} to {replications} replications a cell: {least} to {most} runs{}",
+        "{}: {} cells x {} policies, {} replications {}: {} runs{}",
         prepared.name,
         prepared.spec.cell_count(),
         prepared.policies.len(),
+        per_cell.words(""),
+        match per_cell {
+            Spread::One(_) => "in every cell",
+            Spread::Between(..) => "a cell",
+        },
+        Spread::of(least.to_string(), most.to_string()).words(""),
         shard_words(shard)
     )?;
     let ask = ForecastAsk {

@@ -30,6 +30,7 @@ use plotters::prelude::*;
 use plotters::style::FontStyle;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+use crate::base::spread::Spread;
 use crate::base::time::{MICROS_PER_MS, MICROS_PER_SECOND, Micros};
 use crate::engine::counters::ServiceMeasurements;
 use crate::engine::downtime::merge_close;
@@ -2014,11 +2015,7 @@ fn fleet_section_height(policies: usize) -> u32 {
 fn fleet_title(fleet: &FleetData) -> String {
     let fewest = fleet.instances.iter().copied().min().unwrap_or(1);
     let most = fleet.instances.iter().copied().max().unwrap_or(1);
-    let count = if fewest == most {
-        most.to_string()
-    } else {
-        format!("{fewest} to {most}")
-    };
+    let count = Spread::of(fewest.to_string(), most.to_string()).words("");
     let how = match fleet.policies.first() {
         Some(InstanceLoad::Band(_)) => "min to max over the instances (band) and the median (line)",
         _ => "a line per instance",

@@ -33,6 +33,7 @@ use std::fmt::Write;
 use super::page::{heading, table};
 use super::{OutputFile, PreparedStudy, StudyRow, manifest_bytes, rows_csv};
 use crate::base::escape::html;
+use crate::base::spread::Spread;
 
 /// The confidence of the intervals a map reports and refines by.
 const CONFIDENCE: f64 = 0.95;
@@ -289,6 +290,15 @@ fn map_csv(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> Vec<u8> {
     csv_bytes(&header, lines)
 }
 
+/// The replications a cell gets: `min_replications` to `replications`, or one number where
+/// they are equal (a full grid), with no cell getting more than another.
+fn replications_a_cell(prepared: &PreparedStudy) -> Spread {
+    Spread::of(
+        prepared.spec.min_replications.to_string(),
+        prepared.spec.replications.to_string(),
+    )
+}
+
 /// The phase map's picture.
 fn picture(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> PhaseMap {
     let axis = |index: usize| ChartAxis {
@@ -301,8 +311,14 @@ fn picture(prepared: &PreparedStudy, outcomes: &[Vec<CellOutcome>]) -> PhaseMap 
             prepared.name
         ),
         subtitle: format!(
-            "{} to {} replications a cell (more near the boundary); the line separates recovering in at least half the runs from staying down",
-            prepared.spec.min_replications, prepared.spec.replications
+            "{}; the line separates recovering in at least half the runs from staying down",
+            match replications_a_cell(prepared) {
+                Spread::One(every) => format!("{every} replications in every cell"),
+                range => format!(
+                    "{} replications a cell (more near the boundary)",
+                    range.words("")
+                ),
+            }
         ),
         x: axis(0),
         y: axis(1),
@@ -374,13 +390,18 @@ fn summary(
         prepared.policies.len()
     );
     text += &format!(
-        "  replications: {replications} in all ({} runs of {} policies), {} to {} a cell as needed; {} in every cell would be {full}: this map cost {:.0}% of that\n",
+        "  replications: {replications} in all ({} runs of {} policies), {}\n",
         rows.len(),
         prepared.policies.len(),
-        prepared.spec.min_replications,
-        prepared.spec.replications,
-        prepared.spec.replications,
-        100.0 * replications as f64 / full.max(1) as f64
+        match replications_a_cell(prepared) {
+            Spread::One(every) => format!("{every} in every cell"),
+            range => format!(
+                "{} a cell as needed; {} in every cell would be {full}: this map cost {:.0}% of that",
+                range.words(""),
+                prepared.spec.replications,
+                100.0 * replications as f64 / full.max(1) as f64
+            ),
+        }
     );
     let width = prepared
         .policies

@@ -29,6 +29,7 @@ use std::fmt::Write;
 use super::page::{heading, table};
 use super::{OutputFile, PreparedStudy, StudyRow, manifest_bytes, rows_csv};
 use crate::base::escape::html;
+use crate::base::spread::{Spread, no_width};
 
 /// The confidence of every interval.
 const CONFIDENCE: f64 = 0.95;
@@ -245,6 +246,9 @@ pub struct PolicyRisk {
     pub duplicate_write: Share,
     /// Success rate: median, 10th and 90th percentile over the runs.
     pub success: (f64, f64, f64),
+    /// The runs whose success rate reads as the median does ([`number`]), of the runs with
+    /// one: where the 10th and 90th percentiles read the same, what `[1, 1]` would hide.
+    pub success_at_median: (u64, u64),
 }
 
 /// The `q`-quantile of sorted `values` (nearest rank).
@@ -277,6 +281,11 @@ pub fn risks(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<PolicyRisk> {
                 .filter(|value| value.is_finite())
                 .collect();
             success.sort_by(f64::total_cmp);
+            let median = quantile(&success, 0.5);
+            let at_median = success
+                .iter()
+                .filter(|value| number(**value) == number(median))
+                .count() as u64;
             PolicyRisk {
                 never_recovered: prepared.has_incident.then(|| {
                     Share::of(
@@ -289,11 +298,8 @@ pub fn risks(prepared: &PreparedStudy, rows: &[StudyRow]) -> Vec<PolicyRisk> {
                     duplicates.iter().filter(|count| **count > 0.0).count() as u64,
                     runs,
                 ),
-                success: (
-                    quantile(&success, 0.5),
-                    quantile(&success, 0.1),
-                    quantile(&success, 0.9),
-                ),
+                success: (median, quantile(&success, 0.1), quantile(&success, 0.9)),
+                success_at_median: (at_median, success.len() as u64),
             }
         })
         .collect()
@@ -655,13 +661,10 @@ fn summary(prepared: &PreparedStudy, findings: &Findings) -> String {
         let never = risk
             .never_recovered
             .map_or_else(String::new, |share| format!("{:<28}", share.words()));
-        let (median, p10, p90) = risk.success;
         text += &format!(
-            "    {policy:<width$}  {never}{:<28}{} [{}, {}]\n",
+            "    {policy:<width$}  {never}{:<28}{}\n",
             risk.duplicate_write.words(),
-            number(median),
-            number(p10),
-            number(p90)
+            success_words(risk)
         );
     }
     for (policy, risk) in prepared.policies.iter().zip(&findings.risks) {
@@ -711,6 +714,20 @@ fn summary(prepared: &PreparedStudy, findings: &Findings) -> String {
     text
 }
 
+/// `0.365 [0.253, 1]`: the median success and its 10th and 90th percentiles; where those
+/// read the same, `1 in 38 of 40 runs` (`1 in every run`), as `1 [1, 1]` would be a range of
+/// one value.
+fn success_words(risk: &PolicyRisk) -> String {
+    let (median, p10, p90) = risk.success;
+    match Spread::of(number(p10), number(p90)) {
+        Spread::Between(p10, p90) => format!("{} [{p10}, {p90}]", number(median)),
+        Spread::One(_) => match risk.success_at_median {
+            (alike, runs) if alike == runs => format!("{} in every run", number(median)),
+            (alike, runs) => format!("{} in {alike} of {runs} runs", number(median)),
+        },
+    }
+}
+
 /// The most pairs of policies the terminal compares; `paired.csv` has every pair.
 const PAIRS_SHOWN: usize = 3;
 
@@ -732,25 +749,36 @@ fn paired_summary(prepared: &PreparedStudy, paired: &[Paired], runs: usize) -> S
             .iter()
             .filter(|pair| (pair.against, pair.policy) == (against, policy))
         {
-            let needs = if pair.paired > 0.0 {
-                format!("{:.1}x", pair.runs_saved())
-            } else if pair.unpaired > 0.0 {
-                "any number".to_string()
-            } else {
-                "- (no variation)".to_string()
-            };
             let defined = if pair.runs < runs {
                 format!(" (the {} of {runs} runs where both are defined)", pair.runs)
             } else {
                 String::new()
             };
-            text += &format!(
-                "    {:<14} {:>12}  +-{:<11} | +-{:<11} {needs}{defined}\n",
-                pair.metric,
-                signed(pair.mean),
-                small(pair.paired),
-                small(pair.unpaired),
-            );
+            // A half width of none is the same difference in every run, not an interval.
+            let (paired, unpaired) = (small(pair.paired), small(pair.unpaired));
+            let needs = if pair.paired > 0.0 {
+                format!("{:.1}x", pair.runs_saved())
+            } else if pair.unpaired > 0.0 {
+                "any number".to_string()
+            } else {
+                "-".to_string()
+            };
+            let line = match (no_width(&paired), no_width(&unpaired)) {
+                (true, true) => format!(
+                    "{:>12}  in every run, each policy's value the same in all: no spread to make an interval of",
+                    signed(pair.mean)
+                ),
+                (true, false) => format!(
+                    "{:>12}  {:<13} | +-{unpaired:<11} {needs}",
+                    signed(pair.mean),
+                    "in every run"
+                ),
+                _ => format!(
+                    "{:>12}  +-{paired:<11} | +-{unpaired:<11} {needs}",
+                    signed(pair.mean)
+                ),
+            };
+            text += &format!("    {:<14} {line}{defined}\n", pair.metric);
         }
     }
     if pairs.len() > PAIRS_SHOWN {
@@ -760,6 +788,17 @@ fn paired_summary(prepared: &PreparedStudy, paired: &[Paired], runs: usize) -> S
         );
     }
     text
+}
+
+/// A half width in the page's table: six decimals, or `none: the same in every run` where it
+/// has no width, as `± 0.000000` would be an interval of one value.
+fn half_width_cell(half: f64) -> String {
+    let written = format!("{half:.6}");
+    if no_width(&written) {
+        "none: the same in every run".into()
+    } else {
+        written
+    }
 }
 
 /// A difference with its sign, to four significant digits.
@@ -851,8 +890,8 @@ fn risk_page(
                     pair.metric.to_string(),
                     pair.runs.to_string(),
                     format!("{:.6}", pair.mean),
-                    format!("{:.6}", pair.paired),
-                    format!("{:.6}", pair.unpaired),
+                    half_width_cell(pair.paired),
+                    half_width_cell(pair.unpaired),
                     if pair.paired > 0.0 {
                         format!("{:.1}", pair.runs_saved())
                     } else {
@@ -935,6 +974,41 @@ mod tests {
             "{}",
             odds(97).words()
         );
+    }
+
+    /// The success column: the median and its 10th and 90th percentiles where those differ
+    /// (`0.365 [0.253, 1]`, the reference's risky scenario); where they read the same, the
+    /// median and how many runs gave it, never `[1, 1]`. Nearest rank over 40 runs puts the
+    /// 10th percentile at the 4th and the 90th at the 36th, so they are 1 with 38 of 40 at 1.
+    /// A half width of none in the page is none, never `0.000000`.
+    #[test]
+    fn a_percentile_range_of_one_value_is_the_value_and_its_runs() {
+        let risk = |success, at_median| PolicyRisk {
+            never_recovered: None,
+            unhealthy_before: None,
+            duplicate_write: Share::of(0, 40),
+            success,
+            success_at_median: at_median,
+        };
+        assert_eq!(
+            success_words(&risk((0.365, 0.253, 1.0), (1, 40))),
+            "0.365 [0.253, 1]"
+        );
+        let mut values = vec![1.0; 38];
+        values.extend([0.5, 0.25]);
+        values.sort_by(f64::total_cmp);
+        let (p10, p90) = (quantile(&values, 0.1), quantile(&values, 0.9));
+        assert_eq!((p10, p90), (1.0, 1.0));
+        assert_eq!(
+            success_words(&risk((1.0, p10, p90), (38, 40))),
+            "1 in 38 of 40 runs"
+        );
+        assert_eq!(
+            success_words(&risk((1.0, 1.0, 1.0), (40, 40))),
+            "1 in every run"
+        );
+        assert_eq!(half_width_cell(0.0), "none: the same in every run");
+        assert_eq!(half_width_cell(0.0499), "0.049900");
     }
 
     #[test]

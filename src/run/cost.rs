@@ -24,6 +24,7 @@ use std::fmt;
 use toml::Spanned;
 
 use crate::base::capacity::CapacityCurve;
+use crate::base::spread::Spread;
 use crate::base::time::MICROS_PER_SECOND;
 use crate::control::Scope;
 use crate::engine::MAX_INSTANT_OPERATIONS;
@@ -202,11 +203,16 @@ impl fmt::Display for Estimate {
         let operations: f64 = self.policies.iter().map(|cost| cost.operations).sum();
         write!(
             f,
-            "{} operation{}, {} to {} events (every operation ended as cheaply as it can be, to every send allowed), memory up to {} (if operations live until their deadline), {} on {} core{}",
+            "{} operation{}, {}, memory up to {} (if operations live until their deadline), {} on {} core{}",
             count(operations),
             if count(operations) == "1" { "" } else { "s" },
-            count(self.fewest_events()),
-            count(self.most_events()),
+            match Spread::of(count(self.fewest_events()), count(self.most_events())) {
+                Spread::One(events) => format!("{events} events"),
+                range => format!(
+                    "{} events (every operation ended as cheaply as it can be, to every send allowed)",
+                    range.words("")
+                ),
+            },
             bytes(self.memory_bytes()),
             wall_time(self.fewest_seconds(), self.most_seconds()),
             self.threads.min(self.policies.len()).max(1),
@@ -690,12 +696,7 @@ pub(crate) fn bytes(value: f64) -> String {
 /// The wall time from `fewest` to `most` seconds: `12 s to 4 min`, `under a second to 36 min`,
 /// or one figure where both read the same (`under a second`).
 fn wall_time(fewest: f64, most: f64) -> String {
-    let (low, high) = (duration(fewest), duration(most));
-    if low == high {
-        low
-    } else {
-        format!("{low} to {high}")
-    }
+    Spread::of(duration(fewest), duration(most)).words("")
 }
 
 /// `12 s`, `2.5 min`, `14 min`, `1.5 h`, `under a second`.

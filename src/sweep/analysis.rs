@@ -277,6 +277,33 @@ pub fn edges(
         .collect()
 }
 
+/// Why a grid key is a model assumption, not a setting to tune ([`assumption`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Assumption {
+    /// A key of the scenario's `[uncertain]` table, which the grid sets instead of drawing.
+    Uncertain,
+    /// A `scale_by`: a factor on a measured distribution (a service time, a latency), which
+    /// says how far the measurement may be off.
+    ScaleBy,
+}
+
+/// Whether grid key `key` is a model assumption, and which kind: one of the `[uncertain]` keys
+/// the sweep sets itself (`set_uncertain`, [`UncertainDraws::not_drawn`], the exact key as
+/// written), or a `scale_by`. An edge of such a key is no setting to try further: it is what
+/// the world may be, not what the user chooses. Any other key (a policy's, a tier's retries, a
+/// limit, a workers' count) is taken as one to tune.
+///
+/// [`UncertainDraws::not_drawn`]: crate::scenario::uncertain::UncertainDraws::not_drawn
+pub fn assumption(key: &str, set_uncertain: &[String]) -> Option<Assumption> {
+    if set_uncertain.iter().any(|uncertain| uncertain == key) {
+        Some(Assumption::Uncertain)
+    } else if key.rsplit('.').next() == Some("scale_by") {
+        Some(Assumption::ScaleBy)
+    } else {
+        None
+    }
+}
+
 /// Whether `value` of grid key `axis` switches its feature off at a point whose scenario is
 /// `scenario`: `off` where a key takes it, or a number that does nothing there
 /// ([`switch::disables`]: a limit of a million, an ejection percent that ejects no instance).

@@ -135,16 +135,20 @@ pub(super) fn cell_text(value: f64) -> String {
     }
 }
 
+/// The name of `metric`'s heatmap file without its extension: `heatmap-p99_ms`,
+/// `heatmap-success_rate.op-pay` for `success_rate:pay`, `heatmap-amplification.at-db` for
+/// `amplification@db` ([`NamedMetric::in_file_name`]: a safe file name, and a relative URL
+/// with no scheme, for every metric, and another for every other).
+pub fn file_stem(metric: &NamedMetric) -> String {
+    format!("heatmap-{}", metric.in_file_name())
+}
+
 /// Draws a heatmap in `format` and returns the file's bytes.
 pub fn render(data: &HeatmapData, format: Format) -> Result<Vec<u8>, ChartError> {
-    // The metric in the glyphs' ids, so that the heatmaps inlined in one page share none.
-    let metric: String = data
-        .metric
-        .name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-        .collect();
-    render_picture(data, HEATMAP_SIZE, format, &format!("heatmap-{metric}"))
+    // The file's name in the glyphs' ids, so that the heatmaps inlined in one page share none:
+    // an XML name has no `~`, and a file's name no upper-case letter to confuse with `E`.
+    let prefix = file_stem(&data.metric).replace('~', "E");
+    render_picture(data, HEATMAP_SIZE, format, &prefix)
 }
 
 impl Picture for HeatmapData {

@@ -16,12 +16,15 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use super::aggregate::{Aggregate, aggregate_text, meets};
-use super::analysis::{Edge, Effect, Identical, disables, edges, effect, pareto_front};
+use super::analysis::{
+    Assumption, Edge, Effect, Identical, assumption, disables, edges, effect, pareto_front,
+};
 use super::interval::{Interval, Method, intervals_overlap, operations_of, pooled_names};
 use super::tie::{self, Difference};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
+use crate::base::spread::{Spread, no_width};
 use crate::scenario::Policy;
-use crate::sweep::heatmap::Layout;
+use crate::sweep::heatmap::{self, Layout};
 use crate::vocabulary::metric::{Better, Domain, NamedMetric, domain, parse_metric};
 
 /// Metrics that have a heatmap in every sweep whose grid can be drawn, besides those the
@@ -417,9 +420,28 @@ pub(super) fn recommendation(
                 Edge::Smallest => ("smallest", "below"),
                 Edge::Largest => ("largest", "above"),
             };
+            let key = &spec.axes[axis].key;
+            // Beyond an assumption's edge lies another world, not a better setting.
+            let (what, instead) = match assumption(key, &prepared.uncertain.not_drawn) {
+                None => {
+                    warnings.push(format!(
+                        "{key} = {} is the {end} value tried: the best may lie {beyond} it; extend the grid",
+                        values[axis]
+                    ));
+                    continue;
+                }
+                Some(Assumption::Uncertain) => (
+                    "an [uncertain] input, which the grid sets instead of drawing",
+                    "leave it out of the grid for the seeds to draw",
+                ),
+                Some(Assumption::ScaleBy) => (
+                    "a scale_by, a factor on a measured distribution",
+                    "draw it under [uncertain]",
+                ),
+            };
             warnings.push(format!(
-                "{} = {} is the {end} value tried: the best may lie {beyond} it; extend the grid",
-                spec.axes[axis].key, values[axis]
+                "{key} is an assumption ({what}), not a setting to tune: the recommended point takes its {end} value tried, {}, so its settings are the best only where that holds; compare the settings at each of its values, or {instead}, rather than extend the grid",
+                values[axis]
             ));
         }
     }
@@ -481,8 +503,9 @@ pub(super) fn recommendation(
 
 /// ` (p99_ms 4163.242167 ± 56.044208)`: the point's mean of the metric to optimise and the
 /// half width of its 95% t-interval, or ` (duplicate_writes 0.000000, 95% 0 to 1.22963)` for
-/// an interval of another [`Method`], or ` (recovery_s never on every seed)`; no interval
-/// without one.
+/// an interval of another [`Method`], or ` (recovery_s never on every seed)`, ` (recovery_s
+/// 0.000000 on every seed)` where every seed gave one value (an interval of no width is no
+/// interval); no interval without one.
 fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize) -> String {
     let Some(metric) = &prepared.objective else {
         return String::new();
@@ -493,19 +516,30 @@ fn objective_text(prepared: &PreparedSweep, aggregate: &Aggregate, point: usize)
         text.push_str(" on every seed");
     } else if !interval.low.is_nan() && !interval.high.is_nan() {
         if Method::of(metric) == Method::StudentT {
-            let half_width = (interval.high - interval.low) / 2.0;
-            let _ = write!(text, " ± {}", aggregate_text(half_width));
+            let half_width = aggregate_text((interval.high - interval.low) / 2.0);
+            if no_width(&half_width) {
+                text.push_str(" on every seed");
+            } else {
+                let _ = write!(text, " ± {half_width}");
+            }
         } else {
-            let _ = write!(text, ", 95% {}", range_text(interval));
+            match Spread::of(short(interval.low), short(interval.high)) {
+                Spread::One(_) => text.push_str(" on every seed"),
+                range => {
+                    let _ = write!(text, ", 95% {}", range.words(""));
+                }
+            }
         }
     }
     text.push(')');
     text
 }
 
-/// `4107.2 to 4219.29`: an interval's bounds in six significant digits.
+/// `4107.2 to 4219.29`: an interval's bounds in six significant digits; `0 on every seed`
+/// where they read the same, as the seeds' range (or a t-interval) is where every seed gave
+/// one value: an interval of no width would claim a certainty the seeds do not give.
 fn range_text(interval: Interval) -> String {
-    format!("{} to {}", short(interval.low), short(interval.high))
+    Spread::of(short(interval.low), short(interval.high)).words("on every seed")
 }
 
 /// Metrics whose interval at the chosen point is always listed, besides those of the
@@ -551,10 +585,11 @@ fn intervals_section(
         // An operation's metric is of its operations: `p99_ms:pay` of `operations:pay`.
         let operations = aggregate.mean(point, &operations_of(name)) * seeds as f64;
         let interval = aggregate.interval(point, name);
-        let mut bounds = if interval.low.is_nan() || interval.high.is_nan() {
-            "no interval".to_string()
-        } else {
+        let bounded = !interval.low.is_nan() && !interval.high.is_nan();
+        let mut bounds = if bounded {
             range_text(interval)
+        } else {
+            "no interval".to_string()
         };
         let how = match Method::of(metric) {
             _ if interval.mean.is_nan() => {
@@ -563,6 +598,16 @@ fn intervals_section(
                     Domain::Recovery => "the scenario has no incident to recover from".to_string(),
                     _ => "nothing to measure: a latency without a success, a rate during the incident without one".to_string(),
                 }
+            }
+            // Every seed gave one value (`0 on every seed`): the seeds agree, and a range or a
+            // t-interval of them has no width, which is no certainty.
+            _ if bounded
+                && matches!(
+                    Spread::of(short(interval.low), short(interval.high)),
+                    Spread::One(_)
+                ) =>
+            {
+                "no spread between the seeds to make an interval of: they agree, which is not to say that more seeds would".to_string()
             }
             Method::StudentT => "Student's t over the seeds' values".to_string(),
             Method::Range if seeds < 2 => "a range needs two seeds".to_string(),
@@ -787,13 +832,15 @@ fn signed(value: f64) -> String {
     format!("{}{}", if value >= 0.0 { "+" } else { "" }, short(value))
 }
 
-/// `+15 ± 63.53`: a paired difference and the half width of its 95% interval.
+/// `+15 ± 63.53`: a paired difference and the half width of its 95% interval; `+15 on every
+/// seed` where the half width is none (the same difference on every seed).
 fn difference_text(difference: Difference) -> String {
-    format!(
-        "{} ± {}",
-        signed(difference.mean),
-        short(difference.half_width)
-    )
+    let half_width = short(difference.half_width);
+    if no_width(&half_width) {
+        format!("{} on every seed", signed(difference.mean))
+    } else {
+        format!("{} ± {half_width}", signed(difference.mean))
+    }
 }
 
 /// The position of metric `name` among the sweep's columns (and the rows' metrics).
@@ -1313,7 +1360,18 @@ fn heatmap_section(
                     .is_ne()
             })
         });
-    let names: Vec<String> = drawn.iter().map(|metric| metric.name.to_string()).collect();
+    // A metric whose name is not its file's (`success_rate:pay`) names the file too.
+    let names: Vec<String> = drawn
+        .iter()
+        .map(|metric| {
+            let stem = heatmap::file_stem(metric);
+            if stem == format!("heatmap-{}", metric.name) {
+                metric.name.clone()
+            } else {
+                format!("{} (in {stem})", metric.name)
+            }
+        })
+        .collect();
     let _ = writeln!(
         text,
         "heatmaps (yellow is the better end of each): {}",
@@ -1494,14 +1552,32 @@ mod tests {
         minimize: Option<&str>,
         maximize: Option<&str>,
     ) -> PreparedSweep {
+        prepared_with(
+            "policy.max_attempts=1,2",
+            "",
+            requirement,
+            minimize,
+            maximize,
+        )
+    }
+
+    /// As [`prepared_to`], with `second` as the grid's second key (of two values) in place of
+    /// the attempts, and `extra` appended to the scenario.
+    fn prepared_with(
+        second: &str,
+        extra: &str,
+        requirement: &str,
+        minimize: Option<&str>,
+        maximize: Option<&str>,
+    ) -> PreparedSweep {
         let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scenarios/tuning.toml");
         SweepSpec {
             scenario_path: path.display().to_string(),
-            scenario_text: std::fs::read_to_string(&path).unwrap(),
+            scenario_text: std::fs::read_to_string(&path).unwrap() + extra,
             fixed: vec![],
             axes: vec![
                 "policy.base=50ms,100ms,200ms".parse().unwrap(),
-                "policy.max_attempts=1,2".parse().unwrap(),
+                second.parse().unwrap(),
             ],
             seeds: 2,
             policy: "tuned".into(),
@@ -1589,9 +1665,9 @@ mod tests {
     /// both seeds, Wilson's on 1900 of 2000 (center (0.95 + z²/4000) / (1 + z²/2000) =
     /// 0.949137, half width z sqrt(0.95 x 0.05 / 2000 + z²/16e6) / (1 + z²/2000) = 0.009582,
     /// z = 1.959964); no duplicate write or unknown result on either seed gives -ln(0.025) /
-    /// 2 = 1.84444 a run, 3.68888 / 2000 operations; the recovery's range is 2 to 2, which
-    /// covers the median with probability 1 - 2^(1-2) = 50%. The upstream's 30 workers give
-    /// 24, 30, 36 to sweep.
+    /// 2 = 1.84444 a run, 3.68888 / 2000 operations; the recovery is 2 on both seeds, a range
+    /// of one value, so it is written as that value on every seed, not as the interval `2 to
+    /// 2`. The upstream's 30 workers give 24, 30, 36 to sweep.
     #[test]
     fn the_recommendation_explains_itself_with_values_known_in_closed_form() {
         let (_, text) = finalize(&prepared("success_rate>=0.9"), &rows(), &[]).unwrap();
@@ -1616,7 +1692,7 @@ warning: policy.max_attempts = 1 is the smallest value tried: the best may lie b
   success_rate 0.95: 0.939556 to 0.958719 (Wilson score on 1900 of 2000 operations pooled over the seeds, or the seeds' t-interval where wider)
   duplicate_writes 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
   unknown_results 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
-  recovery_s 2: 2 to 2 (the seeds' range, which covers the median recovery with probability 50%)
+  recovery_s 2: 2 on every seed (no spread between the seeds to make an interval of: they agree, which is not to say that more seeds would)
 pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can
 seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.workers=24,30,36 to this command
 
@@ -1657,8 +1733,9 @@ heatmaps (yellow is the better end of each): p99_ms, success_rate, peak_incident
     /// point (3, at 0.99 the smallest shortfall; point 5 is its twin) gets the edge warnings:
     /// attempts 2 is the largest tried, while base is not warned about although point 3's
     /// 100ms is inside the grid, nor would it be at an edge: its twin has another base, so the
-    /// base changes nothing there. Without a recommendation there is no runner-up and no
-    /// snippet.
+    /// base changes nothing there. Its p99 (400) and recovery (3) are the same on both seeds:
+    /// each is that value on every seed, never `400 to 400`. Without a recommendation there
+    /// is no runner-up and no snippet.
     #[test]
     fn without_a_point_that_meets_the_requirements_the_front_is_over_all_points() {
         let (_, text) = finalize(&prepared("success_rate>=0.999"), &rows(), &[]).unwrap();
@@ -1673,11 +1750,11 @@ no point meets every requirement; closest: point 3: policy.base=100ms policy.max
 warning: policy.max_attempts = 2 is the largest value tried: the best may lie above it; extend the grid
 
 95% intervals at point 3 over its 2 seeds:
-  p99_ms 400: 400 to 400 (Student's t over the seeds' values)
+  p99_ms 400: 400 on every seed (no spread between the seeds to make an interval of: they agree, which is not to say that more seeds would)
   success_rate 0.99: 0.984604 to 0.993517 (Wilson score on 1980 of 2000 operations pooled over the seeds, or the seeds' t-interval where wider)
   duplicate_writes 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
   unknown_results 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
-  recovery_s 3: 3 to 3 (the seeds' range, which covers the median recovery with probability 50%)
+  recovery_s 3: 3 on every seed (no spread between the seeds to make an interval of: they agree, which is not to say that more seeds would)
 pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can
 seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.workers=24,30,36 to this command
 
@@ -1690,6 +1767,72 @@ point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
         assert!(text.starts_with(expected_start), "{text}");
         assert!(!text.contains("runner-up"), "{text}");
         assert!(!text.contains("[[policy]]"), "{text}");
+    }
+
+    /// Minimising the recovery, of the points that meet `success_rate>=0.9` (points 1 to 5)
+    /// point 1's is the least: 1 s on both seeds, a range of one value, so its mean is given
+    /// as on every seed, not with the range `1 to 1`. Point 2's is 2 s on both seeds, so
+    /// their difference is +1 on every seed, not `+1 ± 0`, and it excludes 0: point 2 is the
+    /// runner-up, each with its value on every seed.
+    #[test]
+    fn a_value_on_every_seed_is_no_interval() {
+        let prepared = prepared_to("success_rate>=0.9", Some("recovery_s"), None);
+        let (_, text) = finalize(&prepared, &rows(), &[]).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[5..8],
+            [
+                "recommended: point 1: policy.base=50ms policy.max_attempts=2 (recovery_s 1.000000 on every seed)",
+                "runner-up: point 2: policy.base=100ms policy.max_attempts=1 (recovery_s 2.000000 on every seed)",
+                "confidence: point 1 has the lower recovery_s with 2 seeds: the paired 95% interval of point 2's difference from it, seed by seed, excludes 0 (+1 on every seed; their own intervals: 1 on every seed and 2 on every seed)",
+            ],
+            "{text}"
+        );
+        assert!(
+            !text.contains(" 1 to 1") && !text.contains("± 0 "),
+            "{text}"
+        );
+    }
+
+    /// The edge warning advises extending the grid of a setting only: with the grid's second
+    /// key a model assumption in place of the attempts, and the same rows, point 2 is
+    /// recommended again (the first test's reasons) at that key's smallest value, and the
+    /// warning says that its settings are the best where the assumption holds, and to compare
+    /// them at the assumption's other value, never to extend the grid: for a `scale_by` of the
+    /// upstream's service time (1 and 2), and for the upstream's workers (20 and 40) where the
+    /// scenario's `[uncertain]` draws them, which the grid then sets instead. Without
+    /// `[uncertain]` the workers are a setting like the attempts, and their edge is one to go
+    /// beyond.
+    #[test]
+    fn an_assumption_on_the_grids_edge_is_no_grid_to_extend() {
+        let warnings = |second: &str, extra: &str| -> Vec<String> {
+            let prepared = prepared_with(second, extra, "success_rate>=0.9", Some("p99_ms"), None);
+            let (_, text) = finalize(&prepared, &rows(), &[]).unwrap();
+            assert!(text.contains("\nrecommended: point 2: "), "{text}");
+            text.lines()
+                .filter(|line| line.starts_with("warning: ") && !line.contains("tied points"))
+                .map(String::from)
+                .collect()
+        };
+        assert_eq!(
+            warnings("upstream.service_time.scale_by=1,2", ""),
+            [
+                "warning: upstream.service_time.scale_by is an assumption (a scale_by, a factor on a measured distribution), not a setting to tune: the recommended point takes its smallest value tried, 1, so its settings are the best only where that holds; compare the settings at each of its values, or draw it under [uncertain], rather than extend the grid"
+            ]
+        );
+        let uncertain = "\n[uncertain]\n\"upstream.workers\" = { uniform = [20, 40] }\n";
+        assert_eq!(
+            warnings("upstream.workers=20,40", uncertain),
+            [
+                "warning: upstream.workers is an assumption (an [uncertain] input, which the grid sets instead of drawing), not a setting to tune: the recommended point takes its smallest value tried, 20, so its settings are the best only where that holds; compare the settings at each of its values, or leave it out of the grid for the seeds to draw, rather than extend the grid"
+            ]
+        );
+        assert_eq!(
+            warnings("upstream.workers=20,40", ""),
+            [
+                "warning: upstream.workers = 20 is the smallest value tried: the best may lie below it; extend the grid"
+            ]
+        );
     }
 
     /// `--maximize success_rate` recommends the point with the highest mean success: points 3

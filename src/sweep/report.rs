@@ -7,7 +7,7 @@
 //! | `recommendation.txt` | the best point and why: see [`super::recommendation`] |
 //! | `sweep.json` | the sweep's definition, the scenario's text and every config it imports included, so shards can be merged without reading anything else |
 //! | `pareto.png/svg` | the Pareto front on two of its metrics: see [`crate::sweep::pareto`] |
-//! | `heatmap-<metric>.png/svg` | see [`crate::sweep::heatmap`] |
+//! | `heatmap-<metric>.png/svg` | see [`crate::sweep::heatmap`]; `<metric>` as [`heatmap::file_stem`] writes it in a file name (`heatmap-success_rate.op-pay.png` for `success_rate:pay`) |
 //! | `report.html` | all of it on one page: see [`crate::output::report::sweep_report_html`] |
 //!
 //! A shard writes `results.csv` with its own rows, `sweep.json` and `shard.json`; [`merge`]
@@ -337,7 +337,7 @@ pub fn finalize(
                         Format::Png => heatmap::render(&data, format).map_err(chart_error)?,
                     };
                     files.push((
-                        format!("heatmap-{}.{}", metric.name, format.extension()),
+                        format!("{}.{}", heatmap::file_stem(metric), format.extension()),
                         bytes,
                     ));
                 }

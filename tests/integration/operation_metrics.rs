@@ -309,3 +309,79 @@ fn a_sweep_requires_an_operations_success_rate() {
         ],
     );
 }
+
+/// A sweep that draws an operation's metric names its heatmap's file so that every file system
+/// takes it and a browser reads it as a relative path: `success_rate:pay` would be
+/// `heatmap-success_rate:pay.png`, which Windows refuses and which, as a link, is a URL of the
+/// scheme `heatmap-success_rate`. It is `heatmap-success_rate.op-pay`, and an operation named
+/// `Card:Pay/v1` (any text is an operation's name) `heatmap-success_rate.op-~card~~3a~pay~~2fv1`:
+/// `~` and the lower-case letter for an upper-case one, `~~` and the hex digits of any other
+/// byte (`:` 0x3a, `/` 0x2f), so no `/` makes a folder of it either. The recommendation names
+/// the file beside the metric, and `report.html` shows that very file, inline, byte for byte
+/// (it links no image: it is one self-contained page).
+#[test]
+fn an_operations_heatmap_has_a_file_name_without_a_colon_and_the_page_shows_it() {
+    let folder = crate::support::fresh_folder("operation-heatmap");
+    for (operation, stem) in [
+        ("pay", "heatmap-success_rate.op-pay"),
+        ("Card:Pay/v1", "heatmap-success_rate.op-~card~~3a~pay~~2fv1"),
+    ] {
+        let path = folder.join("mixed.toml");
+        let text = mixed("0.5", "").replace("name = \"pay\"", &format!("name = {operation:?}"));
+        std::fs::write(&path, text).unwrap();
+        let out = folder.join("out");
+        let output = crate::support::retrystorm(&[
+            "sweep",
+            path.to_str().unwrap(),
+            "--seeds",
+            "1",
+            "--grid",
+            "service.card-network.errors.rate=0,0.5",
+            "--grid",
+            "policy.max_attempts=1,3",
+            "--require",
+            &format!("success_rate:{operation}>=0.99"),
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let sweep = out.join("mixed-sweep");
+        let mut names: Vec<String> = std::fs::read_dir(&sweep)
+            .unwrap()
+            .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        for name in &names {
+            assert!(
+                name.bytes().all(|byte| byte.is_ascii_lowercase()
+                    || byte.is_ascii_digit()
+                    || b"_-.~".contains(&byte)),
+                "{name}"
+            );
+        }
+        for extension in ["png", "svg"] {
+            let file = format!("{stem}.{extension}");
+            assert!(names.contains(&file), "{file} not in {names:?}");
+        }
+        let recommendation = std::fs::read_to_string(sweep.join("recommendation.txt")).unwrap();
+        assert_contains(
+            &recommendation,
+            &[&format!(
+                "heatmaps (yellow is the better end of each): success_rate:{operation} (in {stem}), "
+            )],
+        );
+        let page = std::fs::read_to_string(sweep.join("report.html")).unwrap();
+        let svg = std::fs::read_to_string(sweep.join(format!("{stem}.svg"))).unwrap();
+        assert!(
+            page.contains(&format!("<figure>\n{svg}\n</figure>")),
+            "{stem}"
+        );
+        for link in ["<img", "src=", "heatmap-success_rate:"] {
+            assert!(!page.contains(link), "{link} in the page");
+        }
+    }
+}

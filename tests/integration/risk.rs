@@ -8,7 +8,7 @@ use retrystorm::risk::{StudyKind, StudySpec, map, replications};
 use retrystorm::sweep::Shard;
 use std::sync::atomic::AtomicUsize;
 
-use crate::support::{fresh_folder, retrystorm};
+use crate::support::{assert_contains, fresh_folder, retrystorm};
 
 /// An M/M/1 upstream (one worker, exponential 10 ms: mu = 100 a second) behind clients whose
 /// attempts time out after 200 ms and who retry twice at once: three sends per operation. A
@@ -193,6 +193,48 @@ fn only_cells_near_the_edge_get_more_replications() {
 fn read(folder: &Path, name: &str) -> Vec<u8> {
     fs::read(folder.join(name))
         .unwrap_or_else(|error| panic!("{}: {error}", folder.join(name).display()))
+}
+
+/// A map of as many replications as its least (`--replications 2`, below the default least
+/// of 4, which it then lowers to 2) gives every cell 2: the command, the summary and the
+/// picture's subtitle say so, never `2 to 2 replications a cell (more near the boundary)`,
+/// a range of one number, nor what 2 in every cell would cost against itself. 2 x 2 cells
+/// of 2 policies are 16 runs.
+#[test]
+fn a_map_of_one_number_of_replications_says_every_cell_has_it() {
+    let out = fresh_folder("risk-map-full");
+    let output = retrystorm(&[
+        "map",
+        "scenarios/tipping-point.toml",
+        "--x",
+        "clients.rate=0.4..0.7/2",
+        "--y",
+        "clients.load.2.at+clients.load.3.at=6s,9s",
+        "--replications",
+        "2",
+        "--no-charts",
+        "--no-fail-on-claims",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_contains(
+        &stdout,
+        &[
+            "tipping-point: 4 cells x 2 policies, 2 replications in every cell: 16 runs\n",
+            "  replications: 8 in all (16 runs of 2 policies), 2 in every cell\n",
+        ],
+    );
+    let page = String::from_utf8(read(&out.join("tipping-point-map"), "map.html")).unwrap();
+    assert!(page.contains("2 replications in every cell"), "{page}");
+    for range in ["2 to 2", "a cell as needed", "more near the boundary"] {
+        assert!(!stdout.contains(range) && !page.contains(range), "{range}");
+    }
 }
 
 /// A map split in shards and merged writes the bytes one process writes, with one thread or

@@ -370,6 +370,64 @@ impl NamedMetric {
         format_value(self.unit, value)
     }
 
+    /// Its name as a part of a file name (a sweep's `heatmap-<this>.png`): safe on every file
+    /// system and in a relative URL, and one name for one metric. `:`, `@` and `#` are none of
+    /// that (`heatmap-success_rate:pay.png` is not a valid Windows file name, and a browser
+    /// reads `heatmap-success_rate:pay.png` as a URL of the scheme `heatmap-success_rate`), and
+    /// an operation's name is any text (`GET /users`), so the name is written in lower-case
+    /// letters, digits, `_`, `-`, `.` and `~` alone:
+    ///
+    /// - a run's metric as it is (`success_rate`: a metric's own name is lower-case letters,
+    ///   digits and `_`);
+    /// - a service's, a fleet's or an instance's with `.at-SERVICE` after it, then
+    ///   `.instance-K` (`amplification.at-db`, `refused.at-api.instance-0`);
+    /// - an operation's with `.op-OPERATION` after it (`success_rate.op-pay`);
+    ///
+    /// the service's and the operation's names with an upper-case letter written `~` and the
+    /// letter in lower case (`PlaceOrder` is `~place~order`), and every other byte but `a`-`z`,
+    /// `0`-`9`, `_` and `-` written `~~` and its two hex digits (`GET /users` is
+    /// `~g~e~t~~20~~2fusers`). Only an escape writes `~` and only a separator `.`, so two
+    /// metrics never share a file, not even where the file system ignores case. A name longer
+    /// than [`MAX_FILE_PART`] bytes so written keeps its first escapes whole and ends in
+    /// `.hash-` and 16 hex digits of the FNV-1a hash of the metric's name (most file systems
+    /// take names of 255 bytes at most).
+    pub fn in_file_name(&self) -> String {
+        let (metric, place) = match &self.source {
+            Source::Run(metric) => (metric.name, String::new()),
+            Source::Service(metric, service) => {
+                (metric.name, format!(".at-{}", file_escaped(service)))
+            }
+            Source::Instance(metric, service, index) => (
+                metric.name,
+                format!(".at-{}.instance-{index}", file_escaped(service)),
+            ),
+            Source::Operation(metric, operation) => {
+                (metric.name, format!(".op-{}", file_escaped(operation)))
+            }
+        };
+        let whole = format!("{metric}{place}");
+        if whole.len() <= MAX_FILE_PART {
+            return whole;
+        }
+        let suffix = format!(".hash-{:016x}", fnv1a(&self.name));
+        // Whole escapes only: `~x` is two bytes, `~~xx` four.
+        let bytes = whole.as_bytes();
+        let budget = MAX_FILE_PART - suffix.len();
+        let mut cut = 0;
+        loop {
+            let len = match (bytes[cut], bytes.get(cut + 1)) {
+                (b'~', Some(b'~')) => 4,
+                (b'~', _) => 2,
+                _ => 1,
+            };
+            if cut + len > budget {
+                break;
+            }
+            cut += len;
+        }
+        format!("{}{suffix}", &whole[..cut])
+    }
+
     /// What it means: the table's meaning, for a service's metric at which service.
     pub fn meaning(&self) -> String {
         match &self.source {
@@ -388,6 +446,36 @@ impl NamedMetric {
             }
         }
     }
+}
+
+/// The longest [`NamedMetric::in_file_name`]: with `heatmap-` and `.png` a file name of 172
+/// bytes, below the 255 most file systems take.
+pub const MAX_FILE_PART: usize = 160;
+
+/// The 64-bit FNV-1a hash of `text` (Fowler, Noll and Vo): the same text, the same hash, on
+/// every machine.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// `name` as [`NamedMetric::in_file_name`] writes it: `a`-`z`, `0`-`9`, `_` and `-` as they
+/// are, an upper-case letter `~` and the letter in lower case, any other byte `~~` and its two
+/// lower-case hex digits.
+fn file_escaped(name: &str) -> String {
+    let mut escaped = String::with_capacity(name.len());
+    for byte in name.bytes() {
+        if byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_' || byte == b'-' {
+            escaped.push(char::from(byte));
+        } else if byte.is_ascii_uppercase() {
+            escaped.push('~');
+            escaped.push(char::from(byte.to_ascii_lowercase()));
+        } else {
+            escaped.push_str(&format!("~~{byte:02x}"));
+        }
+    }
+    escaped
 }
 
 /// The service metric called `name`, if there is one.
@@ -841,5 +929,128 @@ mod tests {
         assert_eq!(share(&[10, 30, 60]), 0.6);
         assert_eq!(share(&[0, 0, 0, 0]), 0.25);
         assert_eq!(share(&[]), 1.0);
+    }
+
+    /// A metric's name in a file name: a run's as it is; `@`, `#` and `:` written as
+    /// separators (`.at-`, `.instance-`, `.op-`); an operation's name of any text in lower-case
+    /// letters, digits, `_` and `-` with `~` escapes (`P` is `~p`, `/` is `~~2f`, byte 0x2f),
+    /// UTF-8 byte by byte (`é` is 0xc3 0xa9). Never a character a file system or a URL reads
+    /// otherwise, and never one name for two metrics, in any case: `Pay` and `pay`, `a b` and
+    /// `a_b`, an operation and a service of one name, all differ.
+    #[test]
+    fn a_metric_in_a_file_name_is_safe_and_its_own() {
+        let operations = [
+            "pay",
+            "Pay",
+            "GET /users",
+            "a b",
+            "a_b",
+            "payé",
+            "db",
+            "x.op-y",
+        ];
+        let services = [
+            ServiceShape {
+                name: "db",
+                instances: 1,
+            },
+            ServiceShape {
+                name: "api",
+                instances: 3,
+            },
+            ServiceShape {
+                name: "API",
+                instances: 1,
+            },
+        ];
+        let file = |name: &str| {
+            NamedMetric::resolve(name, &services, &operations)
+                .unwrap_or_else(|error| panic!("{error}"))
+                .in_file_name()
+        };
+        assert_eq!(file("p99_ms"), "p99_ms");
+        assert_eq!(file("success_rate:pay"), "success_rate.op-pay");
+        assert_eq!(file("success_rate:Pay"), "success_rate.op-~pay");
+        assert_eq!(
+            file("success_rate:GET /users"),
+            "success_rate.op-~g~e~t~~20~~2fusers"
+        );
+        assert_eq!(file("p99_ms:payé"), "p99_ms.op-pay~~c3~~a9");
+        assert_eq!(file("amplification@db"), "amplification.at-db");
+        assert_eq!(file("amplification@API"), "amplification.at-~a~p~i");
+        assert_eq!(file("refused@api#2"), "refused.at-api.instance-2");
+        let names = [
+            "p99_ms",
+            "success_rate",
+            "success_rate:pay",
+            "success_rate:Pay",
+            "success_rate:GET /users",
+            "success_rate:a b",
+            "success_rate:a_b",
+            "success_rate:x.op-y",
+            "amplification:db",
+            "amplification@db",
+            "amplification@api",
+            "amplification@API",
+            "busiest_share@api",
+            "served@api#0",
+            "served@api#1",
+            "served@api",
+        ];
+        let mut seen = std::collections::BTreeSet::new();
+        for name in names {
+            let written = file(name);
+            assert!(
+                written.bytes().all(|byte| byte.is_ascii_lowercase()
+                    || byte.is_ascii_digit()
+                    || b"_-.~".contains(&byte)),
+                "{name}: {written}"
+            );
+            // Lower case already, so a file system that ignores case sees them apart too.
+            assert!(seen.insert(written.clone()), "{name}: {written} twice");
+        }
+    }
+
+    /// A name longer than [`MAX_FILE_PART`] written is cut, whole escapes only, and ends in
+    /// `.hash-` and the FNV-1a hash of the metric's name: two names that share their first 210
+    /// characters are still apart. `Ab/` is written `~ab~~2f`, 7 bytes; after `success_rate.op-`
+    /// (16 bytes) and before the 22 of `.hash-` and the hash, 122 bytes are left: 17 of them
+    /// (119) and `~a` and `b`, the whole 160. After `mean_ms.op-` (11) 127 are: 18 (126), and
+    /// `~a` would split, so the name ends there, 159 bytes. FNV-1a's published values:
+    /// 0xaf63dc4c8601ec8c for `a`, 0x85944171f73967e8 for `foobar`.
+    #[test]
+    fn a_long_name_in_a_file_name_is_cut_and_hashed() {
+        assert_eq!(fnv1a("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(fnv1a("foobar"), 0x8594_4171_f739_67e8);
+        let long = |end: &str| format!("{}{end}", "Ab/".repeat(70));
+        let (first, second) = (long("x"), long("y"));
+        let operations = [first.as_str(), second.as_str()];
+        let file = |metric: &str, operation: &str| {
+            NamedMetric::resolve(&format!("{metric}:{operation}"), &[], &operations)
+                .unwrap()
+                .in_file_name()
+        };
+        let escaped = "~ab~~2f";
+        for operation in [&first, &second] {
+            assert_eq!(
+                file("success_rate", operation),
+                format!(
+                    "success_rate.op-{}~ab.hash-{:016x}",
+                    escaped.repeat(17),
+                    fnv1a(&format!("success_rate:{operation}"))
+                )
+            );
+            let cut = file("mean_ms", operation);
+            assert_eq!(
+                cut,
+                format!(
+                    "mean_ms.op-{}.hash-{:016x}",
+                    escaped.repeat(18),
+                    fnv1a(&format!("mean_ms:{operation}"))
+                )
+            );
+            assert_eq!(cut.len(), 159);
+        }
+        assert_ne!(file("success_rate", &first), file("success_rate", &second));
     }
 }
