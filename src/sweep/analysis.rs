@@ -285,13 +285,16 @@ pub enum Assumption {
     /// A `scale_by`: a factor on a measured distribution (a service time, a latency), which
     /// says how far the measurement may be off.
     ScaleBy,
+    /// The load the users offer (`clients.count`, `clients.rate`, a `clients.load` step): the
+    /// world's demand, which no team sets.
+    Load,
 }
 
 /// Whether grid key `key` is a model assumption, and which kind: one of the `[uncertain]` keys
 /// the sweep sets itself (`set_uncertain`, [`UncertainDraws::not_drawn`], the exact key as
-/// written), or a `scale_by`. An edge of such a key is no setting to try further: it is what
-/// the world may be, not what the user chooses. Any other key (a policy's, a tier's retries, a
-/// limit, a workers' count) is taken as one to tune.
+/// written), a `scale_by`, or the clients' load. An edge of such a key is no setting to try
+/// further: it is what the world may be, not what the user chooses. Any other key (a policy's,
+/// a tier's retries, a limit, a workers' count) is taken as one to tune.
 ///
 /// [`UncertainDraws::not_drawn`]: crate::scenario::uncertain::UncertainDraws::not_drawn
 pub fn assumption(key: &str, set_uncertain: &[String]) -> Option<Assumption> {
@@ -299,6 +302,12 @@ pub fn assumption(key: &str, set_uncertain: &[String]) -> Option<Assumption> {
         Some(Assumption::Uncertain)
     } else if key.rsplit('.').next() == Some("scale_by") {
         Some(Assumption::ScaleBy)
+    } else if key == "clients.count"
+        || key == "clients.rate"
+        || key.starts_with("clients.load.")
+        || key.contains("+clients.load.")
+    {
+        Some(Assumption::Load)
     } else {
         None
     }

@@ -22,6 +22,7 @@ use super::analysis::{
 use super::interval::{Interval, Method, intervals_overlap, operations_of, pooled_names};
 use super::tie::{self, Difference};
 use super::{PreparedSweep, ResultRow, SweepError, topology_keys};
+use crate::base::distribution::Distribution;
 use crate::base::spread::{Spread, no_width};
 use crate::scenario::Policy;
 use crate::sweep::heatmap::{self, Layout};
@@ -438,6 +439,9 @@ pub(super) fn recommendation(
                     "a scale_by, a factor on a measured distribution",
                     "draw it under [uncertain]",
                 ),
+                Some(Assumption::Load) => {
+                    ("the load the clients offer", "draw it under [uncertain]")
+                }
             };
             warnings.push(format!(
                 "{key} is an assumption ({what}), not a setting to tune: the recommended point takes its {end} value tried, {}, so its settings are the best only where that holds; compare the settings at each of its values, or {instead}, rather than extend the grid",
@@ -701,10 +705,12 @@ fn per_operation(rate: f64) -> String {
     }
 }
 
-/// How to see what an assumption does: `sweep it: add --grid service.db.workers=40,50,60 to
-/// this command`, for the workers of the last service that calls no other (the deepest tier,
-/// or the `[upstream]`) at the point, then the clients' count, whichever the grid does not
-/// vary already, at 80%, 100% and 120% of the point's value.
+/// How to see what an assumption does: `sweep it: add --grid
+/// service.db.service_time.scale_by=0.8,1,1.25 to this command`, for the service time of the
+/// last service that calls no other (the deepest tier, or the `[upstream]`) at the point, then
+/// the clients' count, whichever the grid does not vary already, at 80%, 100% and 125% of the
+/// point's value. Both are keys the edge warnings know as assumptions
+/// ([`crate::sweep::analysis::assumption`]): a grid on them asks "what if", never "extend".
 fn assumption_to_sweep(prepared: &PreparedSweep, point: usize) -> Result<String, SweepError> {
     let spec = &prepared.spec;
     let scenario = spec.scenario_for(point)?;
@@ -714,16 +720,32 @@ fn assumption_to_sweep(prepared: &PreparedSweep, point: usize) -> Result<String,
         .rev()
         .find(|service| service.calls.is_empty())
         .unwrap_or(&services[0]);
-    let workers_key = match &scenario.upstream {
-        Some(_) => "upstream.workers".to_string(),
-        None => format!("service.{}.workers", deepest.name()),
+    let service_time_key = match &scenario.upstream {
+        Some(_) => "upstream.service_time.scale_by".to_string(),
+        None => format!("service.{}.service_time.scale_by", deepest.name()),
+    };
+    let factor = match &deepest.service_time {
+        Distribution::Scaled(scaled) => scaled.factor,
+        _ => 1.0,
+    };
+    let clients = scenario.clients.count.get_ref().get() as f64;
+    let around = |value: f64, whole: bool| {
+        let mut values: Vec<String> = [0.8, 1.0, 1.25]
+            .iter()
+            .map(|share| {
+                if whole {
+                    ((value * share).round().max(1.0) as u64).to_string()
+                } else {
+                    short(value * share)
+                }
+            })
+            .collect();
+        values.dedup();
+        values
     };
     let candidates = [
-        (workers_key, deepest.workers.get()),
-        (
-            "clients.count".to_string(),
-            scenario.clients.count.get_ref().get(),
-        ),
+        (service_time_key, around(factor, false)),
+        ("clients.count".to_string(), around(clients, true)),
     ];
     // A key the grid sets or the seeds draw is varied already.
     let varied = spec.axes.iter().map(|axis| axis.key.as_str()).chain(
@@ -741,19 +763,10 @@ fn assumption_to_sweep(prepared: &PreparedSweep, point: usize) -> Result<String,
         })
     };
     Ok(match candidates.iter().find(|(key, _)| !swept(key)) {
-        Some((key, value)) => {
-            let mut values = vec![
-                ((*value as f64) * 0.8).round().max(1.0) as u64,
-                *value,
-                ((*value as f64) * 1.2).round().max(*value as f64 + 1.0) as u64,
-            ];
-            values.dedup();
-            let values: Vec<String> = values.iter().map(ToString::to_string).collect();
-            format!(
-                "to see how far one moves the answer, sweep it: add --grid {key}={} to this command",
-                values.join(",")
-            )
-        }
+        Some((key, values)) => format!(
+            "to see how far one moves the answer, sweep it: add --grid {key}={} to this command",
+            values.join(",")
+        ),
         None => format!(
             "this sweep varies {} and {}; the others stay as the scenario states them",
             candidates[0].0, candidates[1].0
@@ -1694,7 +1707,7 @@ warning: policy.max_attempts = 1 is the smallest value tried: the best may lie b
   unknown_results 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
   recovery_s 2: 2 on every seed (no spread between the seeds to make an interval of: they agree, which is not to say that more seeds would)
 pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can
-seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.workers=24,30,36 to this command
+seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.service_time.scale_by=0.8,1,1.25 to this command
 
 Pareto front of the 5 points that meet the requirements, over p99_ms (lower is better) and success_rate (higher is better): 3 points that no other point beats in every metric (2 distinct results), best p99_ms first (the recommended point is not on it: a point on it beats its means by differences the seeds cannot confirm):
 point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
@@ -1756,7 +1769,7 @@ warning: policy.max_attempts = 2 is the largest value tried: the best may lie ab
   unknown_results 0: 0 to 1.84444 a run, at most 0.001844 per operation (exact Poisson on the 0 events of the 2 runs pooled, or the seeds' t-interval where wider)
   recovery_s 3: 3 on every seed (no spread between the seeds to make an interval of: they agree, which is not to say that more seeds would)
 pooled counts treat the operations as independent; in a storm they are not (one outage fails many at once), so a pooled interval is a floor on the uncertainty, and a count of 0 on every seed says none happened in these runs, not that none can
-seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.workers=24,30,36 to this command
+seeds vary the randomness only (arrivals, service and network times drawn from their distributions, jitter, errors); they do not vary the model's assumptions (workers, capacities and their curves, service-time and latency distributions, the clients and their deadlines), which no interval covers: to see how far one moves the answer, sweep it: add --grid upstream.service_time.scale_by=0.8,1,1.25 to this command
 
 Pareto front of all 6 points (none meets the requirements), over p99_ms (lower is better) and success_rate (higher is better): 4 points that no other point beats in every metric (3 distinct results), best p99_ms first (* the closest point):
 point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
@@ -1802,7 +1815,9 @@ point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
     /// upstream's service time (1 and 2), and for the upstream's workers (20 and 40) where the
     /// scenario's `[uncertain]` draws them, which the grid then sets instead. Without
     /// `[uncertain]` the workers are a setting like the attempts, and their edge is one to go
-    /// beyond.
+    /// beyond. The clients' count is the load the world offers, an assumption without
+    /// `[uncertain]`: the recommendation's own advice sweeps it (or a `scale_by`), and must not
+    /// then be told to extend it.
     #[test]
     fn an_assumption_on_the_grids_edge_is_no_grid_to_extend() {
         let warnings = |second: &str, extra: &str| -> Vec<String> {
@@ -1831,6 +1846,12 @@ point  policy.base  policy.max_attempts   p99_ms  success_rate  identical
             warnings("upstream.workers=20,40", ""),
             [
                 "warning: upstream.workers = 20 is the smallest value tried: the best may lie below it; extend the grid"
+            ]
+        );
+        assert_eq!(
+            warnings("clients.count=20,40", ""),
+            [
+                "warning: clients.count is an assumption (the load the clients offer), not a setting to tune: the recommended point takes its smallest value tried, 20, so its settings are the best only where that holds; compare the settings at each of its values, or draw it under [uncertain], rather than extend the grid"
             ]
         );
     }
